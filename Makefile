@@ -1,0 +1,121 @@
+# xalloc: top-level Makefile (GNU make).
+# Targets are listed by `make help`. Sub-makefiles in mk/ add their own
+# targets and append to CHECK_TARGETS; each concern owns one mk/*.mk file.
+
+VERSION_MAJOR := $(shell sed -n 's/^\#define XALLOC_VERSION_MAJOR \([0-9]*\)/\1/p' include/xalloc.h)
+VERSION_MINOR := $(shell sed -n 's/^\#define XALLOC_VERSION_MINOR \([0-9]*\)/\1/p' include/xalloc.h)
+VERSION_PATCH := $(shell sed -n 's/^\#define XALLOC_VERSION_PATCH \([0-9]*\)/\1/p' include/xalloc.h)
+VERSION := $(VERSION_MAJOR).$(VERSION_MINOR).$(VERSION_PATCH)
+
+PREFIX ?= /usr/local
+EXEC_PREFIX ?= $(PREFIX)
+BINDIR ?= $(EXEC_PREFIX)/bin
+SBINDIR ?= $(EXEC_PREFIX)/sbin
+LIBDIR ?= $(EXEC_PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+SYSCONFDIR ?= /etc
+DESTDIR ?=
+INSTALL ?= install
+
+CC ?= cc
+BUILD ?= build
+DEBUG ?= 0
+WERROR ?= 1
+OPT ?= -O2
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+        -Wundef -Wvla -Wformat=2 -Wno-unused-parameter
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+BASE_CFLAGS := -std=gnu11 $(OPT) -g $(WARN) -fPIC -fvisibility=hidden \
+        -fno-strict-aliasing -ftls-model=initial-exec -pthread \
+        -Iinclude -Isrc -DXA_DEBUG=$(DEBUG)
+# The allocator must not have its own calls replaced by builtins that
+# call malloc, nor be instrumented by hardening flags that allocate.
+LIB_CFLAGS := $(BASE_CFLAGS) -fno-builtin-malloc -fno-builtin-free \
+        -fno-builtin-calloc -fno-builtin-realloc -fno-stack-protector
+CFLAGS ?=
+LDFLAGS ?=
+
+LIB_SRCS := $(filter-out src/prof%.c,$(wildcard src/*.c))
+LIB_OBJS := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
+TEST_OBJS := $(patsubst src/%.c,$(BUILD)/obj-test/%.o,$(LIB_SRCS))
+LIB_SONAME := libxalloc.so.1
+LIB := $(BUILD)/$(LIB_SONAME)
+TEST_LIB := $(BUILD)/libxalloc_test.a
+LIB_LDLIBS := -lpthread
+
+CHECK_TARGETS :=
+BENCH_TARGETS :=
+INSTALL_TARGETS :=
+UNINSTALL_TARGETS :=
+ALL_TARGETS := $(LIB) $(BUILD)/libxalloc.so
+
+.PHONY: all lib check bench install uninstall clean help
+## all: build the library and the tools
+all: lib tools-all
+
+lib: $(LIB) $(BUILD)/libxalloc.so
+
+$(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h src/*.def include/*.h) | $(BUILD)/obj
+	$(CC) $(LIB_CFLAGS) $(CFLAGS) -c $< -o $@
+
+# Unit tests link an internal build in which the exported malloc names are
+# renamed (xa_test_malloc, ...), so Check and glibc keep their own malloc.
+$(BUILD)/obj-test/%.o: src/%.c $(wildcard src/*.h src/*.def include/*.h) | $(BUILD)/obj-test
+	$(CC) $(LIB_CFLAGS) $(CFLAGS) -DXA_TEST -c $< -o $@
+
+$(BUILD)/obj $(BUILD)/obj-test $(BUILD):
+	mkdir -p $@
+
+$(LIB): $(LIB_OBJS) src/libxalloc.map
+	$(CC) -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=src/libxalloc.map \
+	  -Wl,-z,relro -Wl,-z,now -Wl,-z,noexecstack $(LDFLAGS) -o $@ $(LIB_OBJS) $(LIB_LDLIBS)
+
+$(BUILD)/libxalloc.so: $(LIB)
+	ln -sf $(LIB_SONAME) $@
+
+$(TEST_LIB): $(TEST_OBJS)
+	rm -f $@
+	ar rcs $@ $(TEST_OBJS)
+
+-include mk/*.mk
+
+tools-all: $(TOOLS_TARGETS)
+.PHONY: tools-all
+
+## check: run every test (unit, API, stress, real programs, packaging)
+check: $(CHECK_TARGETS)
+	@echo "make check: all test groups passed ($(CHECK_TARGETS))"
+
+## bench: run the benchmark suite (tools/bench)
+bench: $(BENCH_TARGETS)
+
+## install: install library, header, tools and man pages (PREFIX, DESTDIR, LIBDIR)
+install: lib $(INSTALL_TARGETS)
+	$(INSTALL) -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
+	$(INSTALL) -m 0644 $(LIB) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
+	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libxalloc.so
+	$(INSTALL) -m 0644 include/xalloc.h $(DESTDIR)$(INCLUDEDIR)/xalloc.h
+	$(if $(wildcard include/xalloc_stats.h),$(INSTALL) -m 0644 include/xalloc_stats.h $(DESTDIR)$(INCLUDEDIR)/xalloc_stats.h)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+	    xalloc.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/xalloc.pc
+
+## uninstall: remove what install put in place
+uninstall: $(UNINSTALL_TARGETS)
+	rm -f $(DESTDIR)$(LIBDIR)/$(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libxalloc.so
+	rm -f $(DESTDIR)$(INCLUDEDIR)/xalloc.h $(DESTDIR)$(INCLUDEDIR)/xalloc_stats.h
+	rm -f $(DESTDIR)$(PKGCONFIGDIR)/xalloc.pc
+
+## clean: remove build outputs
+clean:
+	rm -rf $(BUILD)
+
+## help: list the targets
+help:
+	@grep -h '^## ' $(MAKEFILE_LIST) | sed 's/^## /  make /'
