@@ -74,7 +74,7 @@ $(BUILD)/obj $(BUILD)/obj-test $(BUILD):
 
 $(LIB): $(LIB_OBJS) src/libxalloc.map
 	$(CC) -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=src/libxalloc.map \
-	  -Wl,-z,relro -Wl,-z,now -Wl,-z,noexecstack $(LDFLAGS) -o $@ $(LIB_OBJS) $(LIB_LDLIBS)
+	  -Wl,--no-undefined -Wl,-z,relro -Wl,-z,now -Wl,-z,noexecstack $(LDFLAGS) -o $@ $(LIB_OBJS) $(LIB_LDLIBS)
 
 $(BUILD)/libxalloc.so: $(LIB)
 	ln -sf $(LIB_SONAME) $@

@@ -51,4 +51,46 @@ bool xa_config_option_info(int i, const char **name, char *value,
                            size_t value_len, const char **source,
                            const char **doc);
 
+/* ---- additions of the config module (issue 4) ---- */
+
+/* Limits of the configuration file: a bigger file is ignored with one
+ * message; a longer line (or one holding a NUL byte) is skipped. */
+#define XA_CONF_FILE_MAX 65536
+#define XA_CONF_LINE_MAX 1024
+#define XA_CONF_DEFAULT_FILE "/etc/xalloc.conf"
+
+/* Parses conf_string (XALLOC_CONF syntax) against the defaults without
+ * applying it; prints the same messages as start-up and returns the number
+ * of errors. Used by tools that validate a configuration before use. */
+int xa_config_validate(const char *conf_string);
+
+/* The start-up sequence with its inputs made explicit (xa_config_init()
+ * passes the real ones): in secure mode conf_env and conf_file_env are
+ * ignored. conf_file_env NULL means /etc/xalloc.conf (silently absent),
+ * "" means no file. exe is the executable base name that [sections] match
+ * (NULL: looked up when the file has a section). Resets to the defaults,
+ * parses, aborts if abort_on_error is set and there were errors, prints the
+ * configuration if verbose. Returns the number of errors. */
+int xa_config_load(bool secure, const char *conf_env, const char *conf_file_env,
+                   const char *exe);
+
+/* Test seams: defaults < file (file_path NULL: none; a missing file is
+ * reported only if file_explicit) < env (NULL: none). No abort, no dump.
+ * Returns the number of errors. */
+int xa_config_parse_sources(const char *file_path, bool file_explicit,
+                            const char *env, const char *exe);
+/* Parses a file's contents given in memory as if read from source_name,
+ * on top of the current values (no reset). Returns the number of errors. */
+int xa_config_parse_file_buffer(const char *buf, size_t len,
+                                const char *source_name, const char *exe);
+/* Back to the defaults, marked initialised (so no later call parses the
+ * real environment). */
+void xa_config_reset_for_test(void);
+/* Routes messages (one line each, ending in '\n') to hook instead of
+ * stderr; NULL restores stderr. */
+void xa_config_set_message_hook(void (*hook)(const char *line, size_t len));
+/* Prints the effective configuration, one "xalloc: config: " line per
+ * option (what verbose:true prints at start). */
+void xa_config_dump(void);
+
 #endif /* XA_CONFIG_H */

@@ -1,0 +1,789 @@
+/* arena.c: chunks, runs, large and huge blocks, decay. See arena.h.
+ * Layer: above chunkmap, pages, numa, meta, os; below heap. */
+#include "arena.h"
+
+#include <string.h>
+
+#include "chunkmap.h"
+#include "config.h"
+#include "meta.h"
+#include "numa.h"
+#include "os.h"
+#include "pages.h"
+
+unsigned xa_narenas = 1;
+xa_arena *xa_arenas[XA_MAX_ARENAS];
+static xa_lock arenas_create_lock = XA_LOCK_INIT(XA_RANK_ARENA_LIST);
+static unsigned next_arena;
+
+/* Huge blocks kept after free, per arena, for the free-then-malloc pattern. */
+#define HUGE_CACHE_MAX_COUNT 8
+#define HUGE_CACHE_MAX_BYTES ((uint64_t)256 << 20)
+
+void xa_arena_boot(unsigned narenas)
+{
+    xa_narenas = narenas < 1 ? 1 : narenas > XA_MAX_ARENAS ? XA_MAX_ARENAS : narenas;
+}
+
+xa_arena *xa_arena_get(unsigned i)
+{
+    xa_arena *a = __atomic_load_n(&xa_arenas[i], __ATOMIC_ACQUIRE);
+    if (xa_likely(a))
+        return a;
+    xa_lock_acquire(&arenas_create_lock);
+    a = xa_arenas[i];
+    if (!a) {
+        a = xa_meta_alloc(sizeof *a, XA_CACHELINE);
+        if (a) {
+            xa_lock_init(&a->lock, XA_RANK_ARENA);
+            a->index = i;
+            a->node = xa_numa_active ? (int)(i % (unsigned)xa_numa_nodes) : -1;
+            __atomic_store_n(&xa_arenas[i], a, __ATOMIC_RELEASE);
+        }
+    }
+    xa_lock_release(&arenas_create_lock);
+    return a;
+}
+
+xa_arena *xa_arena_choose(void)
+{
+    unsigned n = __atomic_fetch_add(&next_arena, 1, __ATOMIC_RELAXED);
+    unsigned i = n % xa_narenas;
+    if (xa_numa_active && xa_narenas >= (unsigned)xa_numa_nodes) {
+        /* Arena i serves node i % nodes: pick among those of our node. */
+        unsigned nodes = (unsigned)xa_numa_nodes;
+        unsigned node = (unsigned)xa_numa_current_node() % nodes;
+        unsigned per_node = (xa_narenas - node + nodes - 1) / nodes;
+        i = node + (n % per_node) * nodes;
+    }
+    xa_arena *a = xa_arena_get(i);
+    if (!a)
+        a = xa_arena_get(0);
+    return a;
+}
+
+static inline xa_chunk *chunk_of(const void *p)
+{
+    return (xa_chunk *)XA_ALIGN_DOWN((uintptr_t)p, XA_CHUNK_SIZE);
+}
+
+/* ---- bins of free runs ---- */
+
+static void bin_insert(xa_arena *a, xa_slab *s)
+{
+    unsigned n = s->units;
+    /* Dirty runs go first so they are reused before clean ones: reusing
+     * resident memory costs no page fault and keeps RSS low. */
+    s->prev = s->next = NULL;
+    if (!a->bin_head[n]) {
+        a->bin_head[n] = a->bin_tail[n] = s;
+    } else if (s->dirty) {
+        s->next = a->bin_head[n];
+        a->bin_head[n]->prev = s;
+        a->bin_head[n] = s;
+    } else {
+        s->prev = a->bin_tail[n];
+        a->bin_tail[n]->next = s;
+        a->bin_tail[n] = s;
+    }
+    a->bins_nonempty |= 1u << n;
+}
+
+static void bin_remove(xa_arena *a, xa_slab *s)
+{
+    unsigned n = s->units;
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        a->bin_head[n] = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    else
+        a->bin_tail[n] = s->prev;
+    if (!a->bin_head[n])
+        a->bins_nonempty &= ~(1u << n);
+    s->next = s->prev = NULL;
+}
+
+static void dirty_append(xa_arena *a, xa_slab *s)
+{
+    s->dnext = NULL;
+    s->dprev = a->dirty_tail;
+    if (a->dirty_tail)
+        a->dirty_tail->dnext = s;
+    else
+        a->dirty_head = s;
+    a->dirty_tail = s;
+    s->in_dirty_list = 1;
+}
+
+static void dirty_remove(xa_arena *a, xa_slab *s)
+{
+    if (!s->in_dirty_list)
+        return;
+    if (s->dprev)
+        s->dprev->dnext = s->dnext;
+    else
+        a->dirty_head = s->dnext;
+    if (s->dnext)
+        s->dnext->dprev = s->dprev;
+    else
+        a->dirty_tail = s->dprev;
+    s->dnext = s->dprev = NULL;
+    s->in_dirty_list = 0;
+}
+
+/* Removes a free run from every index and from the byte counts. */
+static void free_run_detach(xa_arena *a, xa_slab *s)
+{
+    bin_remove(a, s);
+    dirty_remove(a, s);
+    if (s->dirty)
+        a->dirty_units -= s->units;
+    else
+        a->retained_units -= s->units;
+}
+
+static void set_first_of(xa_chunk *c, unsigned first, unsigned units)
+{
+    for (unsigned u = first; u < first + units; u++)
+        c->first_of[u] = (uint8_t)first;
+}
+
+static void free_run_init(xa_arena *a, xa_chunk *c, unsigned first, unsigned units,
+                          bool dirty, bool zeroed, uint64_t when)
+{
+    xa_slab *s = &c->slabs[first];
+    memset(s, 0, sizeof *s);
+    s->kind = XA_RUN_FREE;
+    s->first_unit = (uint8_t)first;
+    s->units = (uint8_t)units;
+    s->dirty = dirty;
+    s->zeroed = zeroed;
+    s->freed_ns = when;
+    set_first_of(c, first, units);
+    bin_insert(a, s);
+    if (dirty) {
+        a->dirty_units += units;
+        dirty_append(a, s);
+    } else {
+        a->retained_units += units;
+    }
+}
+
+/* ---- chunks ---- */
+
+static xa_chunk *chunk_new(xa_arena *a)
+{
+    xa_chunk *c = xa_os_map_aligned(XA_CHUNK_SIZE, XA_CHUNK_SIZE);
+    if (!c)
+        return NULL;
+    xa_pages_prepare(c, XA_CHUNK_SIZE, a->node, true);
+    c->magic = XA_CHUNK_MAGIC;
+    c->arena = a;
+    c->map_size = XA_CHUNK_SIZE;
+    c->huge_advised = xa_pages_thp;
+    c->slabs[0].kind = XA_RUN_HEADER;
+    c->slabs[0].units = 1;
+    c->first_of[0] = 0;
+    if (!xa_chunkmap_set(c, XA_CHUNK_SIZE, c)) {
+        xa_chunkmap_set(c, XA_CHUNK_SIZE, NULL);
+        xa_os_unmap(c, XA_CHUNK_SIZE);
+        return NULL;
+    }
+    c->next = a->chunks;
+    if (a->chunks)
+        a->chunks->prev = c;
+    a->chunks = c;
+    a->nchunks++;
+    free_run_init(a, c, 1, XA_LARGE_MAX_UNITS, false, true, 0);
+    return c;
+}
+
+static void chunk_release(xa_arena *a, xa_chunk *c)
+{
+    xa_slab *s = &c->slabs[1];
+    free_run_detach(a, s);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        a->chunks = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    a->nchunks--;
+    a->purged_bytes += XA_CHUNK_SIZE;
+    a->npurge++;
+    xa_chunkmap_set(c, XA_CHUNK_SIZE, NULL);
+    xa_os_unmap(c, XA_CHUNK_SIZE);
+}
+
+/* ---- runs ---- */
+
+/* Takes a run of units units; returns its descriptor (kind still FREE). */
+static xa_slab *run_alloc(xa_arena *a, unsigned units)
+{
+    uint32_t mask = a->bins_nonempty & ~((1u << units) - 1u);
+    if (!mask) {
+        if (!chunk_new(a))
+            return NULL;
+        mask = a->bins_nonempty & ~((1u << units) - 1u);
+    }
+    unsigned n = (unsigned)__builtin_ctz(mask);
+    xa_slab *s = a->bin_head[n];
+    xa_chunk *c = chunk_of(s);
+    bool dirty = s->dirty, zeroed = s->zeroed;
+    uint64_t when = s->freed_ns;
+    free_run_detach(a, s);
+    unsigned first = s->first_unit;
+    if (n > units)
+        free_run_init(a, c, first + units, n - units, dirty, zeroed, when);
+    memset(s, 0, sizeof *s);
+    s->first_unit = (uint8_t)first;
+    s->units = (uint8_t)units;
+    s->zeroed = zeroed;
+    set_first_of(c, first, units);
+    c->used_units += units;
+    a->used_units += units;
+    return s;
+}
+
+static void decay_run(xa_arena *a, uint64_t now, bool force, bool whole_chunks_only);
+
+/* Gives a run back: coalesces with free neighbours, indexes it as dirty. */
+static void run_free(xa_arena *a, xa_chunk *c, xa_slab *s)
+{
+    unsigned first = s->first_unit, units = s->units;
+    c->used_units -= units;
+    a->used_units -= units;
+    uint64_t now = xa_os_now_ns();
+    if (first > 1) {
+        xa_slab *left = &c->slabs[c->first_of[first - 1]];
+        if (left->kind == XA_RUN_FREE) {
+            free_run_detach(a, left);
+            units += left->units;
+            first = left->first_unit;
+        }
+    }
+    unsigned end = first + units;
+    if (end < XA_UNITS_PER_CHUNK) {
+        xa_slab *right = &c->slabs[end];
+        if (right->kind == XA_RUN_FREE) {
+            free_run_detach(a, right);
+            units += right->units;
+        }
+    }
+    free_run_init(a, c, first, units, true, false, now);
+    if (xa_opt.decay_ms == 0)
+        decay_run(a, now, true, xa_pages_thp);
+}
+
+/* ---- decay ---- */
+
+static size_t purge_free_run(xa_arena *a, xa_slab *s, bool whole_chunks_only)
+{
+    xa_chunk *c = chunk_of(s);
+    size_t bytes = (size_t)s->units << XA_UNIT_SHIFT;
+    if (c->used_units == 0) {
+        chunk_release(a, c);
+        return bytes;
+    }
+    if (whole_chunks_only) {
+        /* Purging part of a huge page would split it: only whole chunks go
+         * back under thp:always. The run stays dirty, out of the FIFO,
+         * until its chunk empties (then it is queued again). */
+        dirty_remove(a, s);
+        return 0;
+    }
+    bin_remove(a, s);
+    dirty_remove(a, s);
+    bool zero = xa_pages_purge(xa_unit_addr(c, s->first_unit), bytes);
+    a->dirty_units -= s->units;
+    a->retained_units += s->units;
+    s->dirty = 0;
+    s->zeroed = zero;
+    a->purged_bytes += bytes;
+    a->npurge++;
+    bin_insert(a, s);
+    return bytes;
+}
+
+static size_t huge_cache_purge(xa_arena *a, uint64_t now, bool force);
+static size_t reclaim_abandoned(xa_arena *a);
+
+static void decay_run(xa_arena *a, uint64_t now, bool force, bool whole_chunks_only)
+{
+    uint64_t decay_ns = (uint64_t)xa_opt.decay_ms * 1000000u;
+    xa_slab *s = a->dirty_head;
+    while (s && (force || now - s->freed_ns >= decay_ns)) {
+        xa_slab *next = s->dnext;
+        purge_free_run(a, s, whole_chunks_only);
+        s = next;
+    }
+    huge_cache_purge(a, now, force);
+    /* Next check: when the oldest dirty run comes due, at most a decay
+     * period (and at least 1 ms) away. */
+    uint64_t step = decay_ns / 4 > 1000000u ? decay_ns / 4 : 1000000u;
+    __atomic_store_n(&a->next_decay_ns, now + step, __ATOMIC_RELAXED);
+}
+
+void xa_arena_maybe_decay(xa_arena *a, uint64_t now)
+{
+    if (now < __atomic_load_n(&a->next_decay_ns, __ATOMIC_RELAXED))
+        return;
+    xa_lock_acquire(&a->lock);
+    reclaim_abandoned(a);
+    decay_run(a, now, false, xa_pages_thp);
+    xa_lock_release(&a->lock);
+}
+
+size_t xa_arena_purge_all(xa_arena *a)
+{
+    xa_lock_acquire(&a->lock);
+    uint64_t before = a->purged_bytes;
+    reclaim_abandoned(a);
+    uint64_t now = xa_os_now_ns();
+    /* Forced purge also takes clean-but-never-queued dirty runs of
+     * thp:always chunks: the operator asked for memory back now. */
+    for (unsigned n = 1; n < XA_UNITS_PER_CHUNK; n++) {
+        for (xa_slab *s = a->bin_head[n]; s;) {
+            xa_slab *next = s->next;
+            if (s->dirty && !s->in_dirty_list)
+                dirty_append(a, s);
+            s = next;
+        }
+    }
+    decay_run(a, now, true, false);
+    size_t purged = (size_t)(a->purged_bytes - before);
+    xa_lock_release(&a->lock);
+    return purged;
+}
+
+/* ---- slabs ---- */
+
+xa_slab *xa_arena_slab_new(xa_arena *a, unsigned cls, struct xa_heap *heap)
+{
+    const struct xa_class_info *ci = &xa_classes[cls];
+    xa_lock_acquire(&a->lock);
+    xa_slab *s = run_alloc(a, ci->units);
+    if (s) {
+        xa_chunk *c = chunk_of(s);
+        s->kind = XA_RUN_SMALL;
+        s->cls = (uint8_t)cls;
+        s->block_size = ci->size;
+        s->reserved = ci->blocks;
+        s->start = xa_unit_addr(c, s->first_unit);
+        s->heap = heap;
+        a->class_slabs[cls]++;
+        a->class_capacity[cls] += ci->blocks;
+    }
+    xa_lock_release(&a->lock);
+    return s;
+}
+
+void xa_arena_note_carved(xa_slab *s, uint32_t n)
+{
+    xa_arena *a = chunk_of(s)->arena;
+    __atomic_fetch_add(&a->class_carved[s->cls], n, __ATOMIC_RELAXED);
+}
+
+static void slab_release_locked(xa_arena *a, xa_chunk *c, xa_slab *s)
+{
+    a->class_slabs[s->cls]--;
+    a->class_capacity[s->cls] -= s->reserved;
+    __atomic_fetch_sub(&a->class_carved[s->cls], s->capacity, __ATOMIC_RELAXED);
+    s->kind = XA_RUN_FREE;
+    s->heap = NULL;
+    run_free(a, c, s);
+}
+
+void xa_arena_slab_free(xa_chunk *c, xa_slab *s)
+{
+    xa_arena *a = c->arena;
+    xa_lock_acquire(&a->lock);
+    slab_release_locked(a, c, s);
+    xa_lock_release(&a->lock);
+}
+
+void xa_arena_slab_abandon(xa_chunk *c, xa_slab *s)
+{
+    xa_arena *a = c->arena;
+    xa_lock_acquire(&a->lock);
+    __atomic_store_n(&s->heap, NULL, __ATOMIC_RELEASE);
+    s->in_full = 0;
+    s->prev = NULL;
+    s->next = a->abandoned[s->cls];
+    if (s->next)
+        s->next->prev = s;
+    a->abandoned[s->cls] = s;
+    xa_lock_release(&a->lock);
+}
+
+/* Moves the remote frees of an ownerless slab onto its free list. The
+ * arena lock stands in for the owner. Returns blocks collected. */
+static uint32_t collect_orphan(xa_slab *s)
+{
+    uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
+    while (old & ~XA_TF_MASK) {
+        if (atomic_compare_exchange_weak_explicit(&s->thread_free, &old, old & XA_TF_MASK,
+                                                  memory_order_acquire, memory_order_relaxed))
+            break;
+    }
+    uintptr_t list = old & ~XA_TF_MASK;
+    uint32_t n = 0;
+    extern uintptr_t xa_heap_secret;
+    while (list) {
+        xa_block *b = (xa_block *)list;
+        uintptr_t next = b->next ^ xa_heap_secret;
+        b->next = s->free ^ xa_heap_secret;
+        s->free = list;
+        list = next;
+        n++;
+    }
+    s->used -= n;
+    return n;
+}
+
+static void abandoned_unlink(xa_arena *a, xa_slab *s)
+{
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        a->abandoned[s->cls] = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->next = s->prev = NULL;
+}
+
+static size_t reclaim_abandoned(xa_arena *a)
+{
+    size_t freed = 0;
+    for (unsigned cls = 0; cls < XA_NCLASSES; cls++) {
+        for (xa_slab *s = a->abandoned[cls]; s;) {
+            xa_slab *next = s->next;
+            collect_orphan(s);
+            if (s->used == 0) {
+                abandoned_unlink(a, s);
+                slab_release_locked(a, chunk_of(s), s);
+                freed++;
+            }
+            s = next;
+        }
+    }
+    return freed;
+}
+
+xa_slab *xa_arena_slab_adopt(xa_arena *a, unsigned cls, struct xa_heap *heap)
+{
+    if (!__atomic_load_n(&a->abandoned[cls], __ATOMIC_RELAXED))
+        return NULL;
+    xa_lock_acquire(&a->lock);
+    xa_slab *s = a->abandoned[cls];
+    if (s) {
+        abandoned_unlink(a, s);
+        collect_orphan(s);
+        /* Back to a normal owner: remote frees may notify again. */
+        uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
+        while (!atomic_compare_exchange_weak_explicit(&s->thread_free, &old,
+                                                      (old & ~XA_TF_MASK) | XA_TF_NORMAL,
+                                                      memory_order_acq_rel, memory_order_relaxed))
+            ;
+        __atomic_store_n(&s->heap, heap, __ATOMIC_RELEASE);
+    }
+    xa_lock_release(&a->lock);
+    return s;
+}
+
+/* ---- large ---- */
+
+void *xa_arena_large_alloc(xa_arena *a, size_t size, bool zero)
+{
+    unsigned units = (unsigned)((size + XA_UNIT_SIZE - 1) >> XA_UNIT_SHIFT);
+    xa_lock_acquire(&a->lock);
+    xa_slab *s = run_alloc(a, units);
+    if (s) {
+        s->kind = XA_RUN_LARGE;
+        s->large_size = size;
+        a->large_count++;
+        a->large_bytes += (uint64_t)units << XA_UNIT_SHIFT;
+    }
+    xa_lock_release(&a->lock);
+    if (!s)
+        return NULL;
+    void *p = xa_unit_addr(chunk_of(s), s->first_unit);
+    if (zero && !s->zeroed)
+        memset(p, 0, size);
+    s->zeroed = 0;
+    return p;
+}
+
+void xa_arena_large_free(xa_chunk *c, xa_slab *s)
+{
+    xa_arena *a = c->arena;
+    xa_lock_acquire(&a->lock);
+    if (xa_unlikely(s->kind != XA_RUN_LARGE)) {
+        xa_lock_release(&a->lock);
+        xa_fatal("free(): double free or invalid pointer %p (large block)",
+                 (void *)xa_unit_addr(c, s->first_unit));
+    }
+    a->large_count--;
+    a->large_bytes -= (uint64_t)s->units << XA_UNIT_SHIFT;
+    s->kind = XA_RUN_FREE;
+    run_free(a, c, s);
+    xa_lock_release(&a->lock);
+}
+
+bool xa_arena_large_resize(xa_chunk *c, xa_slab *s, size_t new_size)
+{
+    xa_arena *a = c->arena;
+    unsigned want = (unsigned)((new_size + XA_UNIT_SIZE - 1) >> XA_UNIT_SHIFT);
+    bool ok = false;
+    xa_lock_acquire(&a->lock);
+    unsigned first = s->first_unit, have = s->units;
+    if (want == have) {
+        ok = true;
+    } else if (want < have) {
+        /* Shrink: the tail becomes a free run (coalescing to the right). */
+        s->units = (uint8_t)want;
+        a->large_bytes -= (uint64_t)(have - want) << XA_UNIT_SHIFT;
+        xa_slab *tail = &c->slabs[first + want];
+        memset(tail, 0, sizeof *tail);
+        tail->first_unit = (uint8_t)(first + want);
+        tail->units = (uint8_t)(have - want);
+        set_first_of(c, first + want, have - want);
+        run_free(a, c, tail);
+        ok = true;
+    } else if (first + want <= XA_UNITS_PER_CHUNK && first + have < XA_UNITS_PER_CHUNK) {
+        xa_slab *right = &c->slabs[first + have];
+        if (right->kind == XA_RUN_FREE && have + right->units >= want) {
+            unsigned rfirst = right->first_unit, runits = right->units;
+            bool rdirty = right->dirty, rzero = right->zeroed;
+            uint64_t when = right->freed_ns;
+            free_run_detach(a, right);
+            unsigned take = want - have;
+            if (runits > take)
+                free_run_init(a, c, rfirst + take, runits - take, rdirty, rzero, when);
+            set_first_of(c, first, want);
+            s->units = (uint8_t)want;
+            c->used_units += take;
+            a->used_units += take;
+            a->large_bytes += (uint64_t)take << XA_UNIT_SHIFT;
+            ok = true;
+        }
+    }
+    if (ok)
+        s->large_size = new_size;
+    xa_lock_release(&a->lock);
+    return ok;
+}
+
+/* ---- huge ---- */
+
+static void huge_link(xa_chunk **list, xa_chunk *c)
+{
+    c->prev = NULL;
+    c->next = *list;
+    if (*list)
+        (*list)->prev = c;
+    *list = c;
+}
+
+static void huge_unlink(xa_chunk **list, xa_chunk *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        *list = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->next = c->prev = NULL;
+}
+
+static void huge_unmap(xa_arena *a, xa_chunk *c)
+{
+    size_t size = c->map_size;
+    a->huge_mapped -= size;
+    a->purged_bytes += size;
+    a->npurge++;
+    xa_chunkmap_set(c, size, NULL);
+    xa_os_unmap(c, size);
+}
+
+static size_t huge_cache_purge(xa_arena *a, uint64_t now, bool force)
+{
+    uint64_t decay_ns = (uint64_t)xa_opt.decay_ms * 1000000u;
+    size_t bytes = 0;
+    for (xa_chunk *c = a->huge_cache; c;) {
+        xa_chunk *next = c->next;
+        if (force || now - c->freed_ns >= decay_ns) {
+            huge_unlink(&a->huge_cache, c);
+            a->huge_cache_count--;
+            a->huge_cache_bytes -= c->map_size;
+            bytes += c->map_size;
+            huge_unmap(a, c);
+        }
+        c = next;
+    }
+    return bytes;
+}
+
+void *xa_huge_alloc(xa_arena *a, size_t size, size_t align, bool zero)
+{
+    size_t off = align > XA_HUGE_HEADER ? align : XA_HUGE_HEADER;
+    size_t need = off + size;
+    if (need < size || need > ((size_t)1 << 46))
+        return NULL;
+    size_t map_size = XA_ALIGN_UP(need, XA_OS_PAGE);
+    size_t map_align = align > XA_CHUNK_SIZE ? align : XA_CHUNK_SIZE;
+    xa_chunk *c = NULL;
+    if (off == XA_HUGE_HEADER) {
+        xa_lock_acquire(&a->lock);
+        /* Best fit among cached mappings no more than 25% too big. */
+        xa_chunk *best = NULL;
+        for (xa_chunk *h = a->huge_cache; h; h = h->next)
+            if (h->map_size >= map_size && h->map_size - map_size <= map_size / 4 &&
+                (!best || h->map_size < best->map_size))
+                best = h;
+        if (best) {
+            huge_unlink(&a->huge_cache, best);
+            a->huge_cache_count--;
+            a->huge_cache_bytes -= best->map_size;
+            c = best;
+        }
+        xa_lock_release(&a->lock);
+        if (c && zero)
+            memset((char *)c + off, 0, size);
+    }
+    if (!c) {
+        c = xa_os_map_aligned(map_size, map_align);
+        if (!c)
+            return NULL;
+        xa_pages_prepare(c, map_size, a->node, map_size >= XA_CHUNK_SIZE);
+        c->magic = XA_CHUNK_MAGIC;
+        c->arena = a;
+        c->map_size = map_size;
+        c->huge_advised = xa_pages_thp;
+        c->slabs[0].kind = XA_RUN_HUGE;
+        c->slabs[0].units = 1;
+        if (!xa_chunkmap_set(c, map_size, c)) {
+            xa_chunkmap_set(c, map_size, NULL);
+            xa_os_unmap(c, map_size);
+            return NULL;
+        }
+        xa_lock_acquire(&a->lock);
+        a->huge_mapped += map_size;
+        xa_lock_release(&a->lock);
+    }
+    c->huge_ptr = (char *)c + off;
+    c->huge_size = c->map_size - off;
+    c->huge_request = size;
+    xa_lock_acquire(&a->lock);
+    huge_link(&a->huge_live, c);
+    a->huge_count++;
+    a->huge_bytes += c->huge_size;
+    xa_lock_release(&a->lock);
+    return c->huge_ptr;
+}
+
+void xa_huge_free(xa_chunk *c)
+{
+    xa_arena *a = c->arena;
+    xa_lock_acquire(&a->lock);
+    if (xa_unlikely(!c->huge_ptr)) {
+        xa_lock_release(&a->lock);
+        xa_fatal("free(): double free of huge block in mapping %p", (void *)c);
+    }
+    huge_unlink(&a->huge_live, c);
+    a->huge_count--;
+    a->huge_bytes -= c->huge_size;
+    bool plain = c->huge_ptr == (char *)c + XA_HUGE_HEADER;
+    c->huge_ptr = NULL;
+    if (plain && xa_opt.decay_ms > 0 && a->huge_cache_count < HUGE_CACHE_MAX_COUNT &&
+        a->huge_cache_bytes + c->map_size <= HUGE_CACHE_MAX_BYTES) {
+        c->freed_ns = xa_os_now_ns();
+        huge_link(&a->huge_cache, c);
+        a->huge_cache_count++;
+        a->huge_cache_bytes += c->map_size;
+    } else {
+        huge_unmap(a, c);
+    }
+    xa_lock_release(&a->lock);
+}
+
+void *xa_huge_realloc(xa_chunk *c, size_t new_size)
+{
+    xa_arena *a = c->arena;
+    size_t off = (size_t)(c->huge_ptr - (char *)c);
+    size_t need = off + new_size;
+    if (need < new_size)
+        return NULL;
+    size_t map_size = XA_ALIGN_UP(need, XA_OS_PAGE);
+    size_t old_map = c->map_size;
+    if (map_size == old_map) {
+        c->huge_request = new_size;
+        return c->huge_ptr;
+    }
+    xa_chunk *n = c;
+    if (xa_os_remap_inplace(c, old_map, map_size) != 0) {
+        if (map_size < old_map)
+            return NULL;
+        n = xa_os_remap_move(c, old_map, map_size, XA_CHUNK_SIZE);
+        if (!n)
+            return NULL;
+    }
+    xa_lock_acquire(&a->lock);
+    if (n != c) {
+        /* The old header moved with the pages; fix the list links. */
+        if (n->prev)
+            n->prev->next = n;
+        else
+            a->huge_live = n;
+        if (n->next)
+            n->next->prev = n;
+    }
+    a->huge_mapped += map_size - old_map;
+    a->huge_bytes += (map_size - off) - n->huge_size;
+    n->map_size = map_size;
+    n->huge_ptr = (char *)n + off;
+    n->huge_size = map_size - off;
+    n->huge_request = new_size;
+    xa_lock_release(&a->lock);
+    if (n != c) {
+        xa_chunkmap_set(c, old_map, NULL);
+        xa_chunkmap_set(n, map_size, n);
+    } else if (map_size > old_map) {
+        xa_chunkmap_set(n, map_size, n);
+    } else {
+        /* Shrunk in place: clear regions no longer covered. */
+        uintptr_t keep = XA_ALIGN_UP((uintptr_t)n + map_size, XA_CHUNK_SIZE);
+        uintptr_t end = XA_ALIGN_UP((uintptr_t)n + old_map, XA_CHUNK_SIZE);
+        if (end > keep)
+            xa_chunkmap_set((void *)keep, end - keep, NULL);
+    }
+    return n->huge_ptr;
+}
+
+/* ---- fork ---- */
+
+void xa_arenas_fork_prepare(void)
+{
+    xa_lock_acquire(&arenas_create_lock);
+    for (unsigned i = 0; i < xa_narenas; i++)
+        if (xa_arenas[i])
+            xa_lock_acquire(&xa_arenas[i]->lock);
+}
+
+void xa_arenas_fork_parent(void)
+{
+    for (unsigned i = xa_narenas; i-- > 0;)
+        if (xa_arenas[i])
+            xa_lock_release(&xa_arenas[i]->lock);
+    xa_lock_release(&arenas_create_lock);
+}
+
+void xa_arenas_fork_child(void)
+{
+    for (unsigned i = 0; i < xa_narenas; i++)
+        if (xa_arenas[i])
+            xa_lock_reset(&xa_arenas[i]->lock);
+    xa_lock_reset(&arenas_create_lock);
+}

@@ -1,0 +1,86 @@
+/* arena.h: arenas own chunks. They hand out runs of units (slabs for the
+ * heaps, large blocks), huge blocks as mappings of their own, keep the free
+ * runs indexed for O(1) best fit (one bin per run length, dirty runs first)
+ * with coalescing, and decide when free memory goes back to the OS (decay).
+ * Every function here takes the arena lock: arenas are slow-path only.
+ * Layer: above chunkmap, pages, numa, meta; below heap. */
+#ifndef XA_ARENA_H
+#define XA_ARENA_H
+
+#include "chunk.h"
+#include "lock.h"
+#include "sizeclass.h"
+
+#define XA_MAX_ARENAS 1024
+#define XA_LARGE_MAX_UNITS (XA_UNITS_PER_CHUNK - 1)
+#define XA_LARGE_MAX ((size_t)XA_LARGE_MAX_UNITS * XA_UNIT_SIZE)
+#define XA_HUGE_HEADER ((size_t)XA_OS_PAGE)
+
+typedef struct xa_arena {
+    xa_lock lock;
+    unsigned index;
+    int node;                         /* NUMA node of its memory */
+    uint32_t nthreads;                /* threads bound (atomic) */
+    uint32_t bins_nonempty;           /* bit n: a free run of n units exists */
+    xa_slab *bin_head[XA_UNITS_PER_CHUNK];
+    xa_slab *bin_tail[XA_UNITS_PER_CHUNK];
+    xa_slab *dirty_head, *dirty_tail; /* free runs waiting for decay, FIFO */
+    xa_slab *abandoned[XA_NCLASSES];  /* slabs of exited threads */
+    xa_chunk *chunks;                 /* chunks of runs */
+    xa_chunk *huge_live;              /* live huge blocks */
+    xa_chunk *huge_cache;             /* freed huge mappings kept for reuse */
+    uint64_t next_decay_ns;
+    /* statistics, under the lock */
+    uint64_t nchunks, huge_mapped, huge_cache_bytes, huge_cache_count;
+    uint64_t used_units, dirty_units, retained_units;
+    uint64_t purged_bytes, npurge;
+    uint64_t large_count, large_bytes, huge_count, huge_bytes;
+    uint64_t class_slabs[XA_NCLASSES], class_capacity[XA_NCLASSES];
+    uint64_t class_carved[XA_NCLASSES];
+} xa_arena;
+
+extern unsigned xa_narenas;
+extern xa_arena *xa_arenas[XA_MAX_ARENAS];
+
+/* Sets the arena count; arenas themselves are created on first use. */
+void xa_arena_boot(unsigned narenas);
+/* The arena a new thread is bound to (round robin, by node under NUMA). */
+xa_arena *xa_arena_choose(void);
+/* Arena i, created if needed; NULL if metadata memory ran out. */
+xa_arena *xa_arena_get(unsigned i);
+
+/* A fresh slab of class cls owned by heap; NULL when out of memory. */
+xa_slab *xa_arena_slab_new(xa_arena *a, unsigned cls, struct xa_heap *heap);
+/* An abandoned slab of class cls, now owned by heap; NULL if none. */
+xa_slab *xa_arena_slab_adopt(xa_arena *a, unsigned cls, struct xa_heap *heap);
+/* Returns an empty slab's run (its owner no longer lists it). */
+void xa_arena_slab_free(xa_chunk *c, xa_slab *s);
+/* Hands a non-empty slab to the arena (owner thread exits). */
+void xa_arena_slab_abandon(xa_chunk *c, xa_slab *s);
+/* Counts blocks carved from a slab (statistics). */
+void xa_arena_note_carved(xa_slab *s, uint32_t n);
+
+/* Large blocks: runs of units; size <= XA_LARGE_MAX. */
+void *xa_arena_large_alloc(xa_arena *a, size_t size, bool zero);
+void xa_arena_large_free(xa_chunk *c, xa_slab *s);
+/* Resizes a large block in place (shrink, or grow into a free right
+ * neighbour). Returns true on success. */
+bool xa_arena_large_resize(xa_chunk *c, xa_slab *s, size_t new_size);
+
+/* Huge blocks: a mapping each, from an alignment-aware mapping. */
+void *xa_huge_alloc(xa_arena *a, size_t size, size_t align, bool zero);
+void xa_huge_free(xa_chunk *c);
+/* Resizes in place or moves with mremap; returns the (possibly new)
+ * pointer, or NULL with the block untouched. */
+void *xa_huge_realloc(xa_chunk *c, size_t new_size);
+
+/* Purges what has waited decay_ms (cheap when nothing is due). */
+void xa_arena_maybe_decay(xa_arena *a, uint64_t now);
+/* Purges every free page now; returns bytes purged. */
+size_t xa_arena_purge_all(xa_arena *a);
+
+void xa_arenas_fork_prepare(void);
+void xa_arenas_fork_parent(void);
+void xa_arenas_fork_child(void);
+
+#endif /* XA_ARENA_H */

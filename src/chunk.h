@@ -1,0 +1,92 @@
+/* chunk.h: the layout of a chunk and of the run (slab / large extent)
+ * descriptors in its header. Layer: data definitions shared by arena
+ * (which owns chunks) and heap (which owns slabs). No functions.
+ *
+ * A chunk is 2 MiB, 2 MiB-aligned: exactly one huge page. Unit 0 (64 KiB)
+ * holds the header; units 1..31 are cut into runs. A run is either free,
+ * a slab of one size class, or one large block. Its descriptor is
+ * slabs[first unit]; first_of[u] gives the first unit of the run holding
+ * unit u, so free() finds a block's slab with two loads.
+ * A huge block is a chunk of its own (several 2 MiB regions) whose slabs[0]
+ * has kind XA_RUN_HUGE. */
+#ifndef XA_CHUNK_H
+#define XA_CHUNK_H
+
+#include <stdatomic.h>
+
+#include "common.h"
+
+enum xa_run_kind {
+    XA_RUN_FREE = 0,
+    XA_RUN_SMALL = 1,
+    XA_RUN_LARGE = 2,
+    XA_RUN_HEADER = 3,
+    XA_RUN_HUGE = 4,
+};
+
+/* States of a slab's thread_free word (low two bits; blocks are 16-aligned). */
+enum xa_tf_state {
+    XA_TF_NORMAL = 0,    /* remote frees go to the list */
+    XA_TF_NOTIFY = 1,    /* slab is full: the next remote free tells the owner */
+    XA_TF_NOTIFYING = 2, /* a remote thread is telling the owner now */
+    XA_TF_NEVER = 3,     /* no owner (abandoned): never notify */
+};
+#define XA_TF_MASK ((uintptr_t)3)
+
+typedef struct xa_block {
+    uintptr_t next; /* encoded with the process secret */
+} xa_block;
+
+struct xa_heap;
+struct xa_arena;
+
+typedef struct xa_slab {
+    /* ---- hot: the owner's fast path ---- */
+    uintptr_t free;           /* first free block (plain pointer), 0 = none */
+    uint32_t used;            /* blocks out, incl. remote frees not collected */
+    uint8_t in_full;          /* in the owner's full list */
+    uint8_t kind;             /* enum xa_run_kind */
+    uint8_t cls;              /* size class (small) */
+    uint8_t units;            /* run length in units */
+    struct xa_heap *heap;     /* owner; NULL when none */
+    _Atomic uintptr_t thread_free; /* remote-freed blocks | enum xa_tf_state */
+    /* ---- warm: slow paths ---- */
+    uint32_t capacity;        /* blocks carved so far */
+    uint32_t reserved;        /* blocks the slab holds */
+    uint32_t block_size;
+    uint8_t first_unit;
+    uint8_t dirty;            /* free run: pages touched since last purge */
+    uint8_t zeroed;           /* free/large run: known to read as zero */
+    uint8_t in_dirty_list;
+    char *start;              /* first block */
+    struct xa_slab *next, *prev;   /* heap class list, full list, bins */
+    struct xa_slab *dnext, *dprev; /* arena dirty FIFO (free runs) */
+    uint64_t freed_ns;        /* free run: when it became free */
+    size_t large_size;        /* large: requested bytes */
+} xa_slab;
+
+#define XA_CHUNK_MAGIC 0x78616c6c6f63ULL /* "xalloc" */
+
+typedef struct xa_chunk {
+    uint64_t magic;
+    struct xa_arena *arena;
+    size_t map_size;          /* bytes mapped (2 MiB, or more for huge) */
+    uint32_t used_units;      /* units in runs that are not free */
+    uint8_t huge_advised;     /* advised MADV_HUGEPAGE */
+    uint8_t first_of[XA_UNITS_PER_CHUNK];
+    struct xa_chunk *next, *prev; /* arena's chunk list / huge list */
+    char *huge_ptr;           /* huge: the user pointer */
+    size_t huge_size;         /* huge: usable bytes from huge_ptr */
+    size_t huge_request;      /* huge: requested bytes */
+    uint64_t freed_ns;        /* huge cache: when it was freed */
+    xa_slab slabs[XA_UNITS_PER_CHUNK];
+} xa_chunk;
+
+_Static_assert(sizeof(xa_chunk) <= XA_UNIT_SIZE, "chunk header must fit unit 0");
+
+static inline char *xa_unit_addr(xa_chunk *c, unsigned u)
+{
+    return (char *)c + ((size_t)u << XA_UNIT_SHIFT);
+}
+
+#endif /* XA_CHUNK_H */

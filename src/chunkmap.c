@@ -1,0 +1,41 @@
+/* chunkmap.c: see chunkmap.h. Layer: above meta. */
+#include "chunkmap.h"
+
+#include "lock.h"
+#include "meta.h"
+
+struct xa_chunk **xa_chunkmap_top[1u << XA_CHUNKMAP_TOP_BITS];
+static xa_lock leaf_lock = XA_LOCK_INIT(XA_RANK_CHUNKMAP);
+
+bool xa_chunkmap_set(void *base, size_t size, struct xa_chunk *chunk)
+{
+    uintptr_t a = (uintptr_t)base;
+    uintptr_t end = a + size;
+    for (; a < end; a += XA_CHUNK_SIZE) {
+        uintptr_t top = a >> (XA_CHUNK_SHIFT + XA_CHUNKMAP_LEAF_BITS);
+        if (top >= (1u << XA_CHUNKMAP_TOP_BITS))
+            return false;
+        struct xa_chunk **leaf = __atomic_load_n(&xa_chunkmap_top[top], __ATOMIC_ACQUIRE);
+        if (!leaf) {
+            if (!chunk)
+                continue;
+            xa_lock_acquire(&leaf_lock);
+            leaf = xa_chunkmap_top[top];
+            if (!leaf) {
+                leaf = xa_meta_alloc(sizeof(*leaf) << XA_CHUNKMAP_LEAF_BITS, XA_OS_PAGE);
+                if (leaf)
+                    __atomic_store_n(&xa_chunkmap_top[top], leaf, __ATOMIC_RELEASE);
+            }
+            xa_lock_release(&leaf_lock);
+            if (!leaf)
+                return false;
+        }
+        __atomic_store_n(&leaf[(a >> XA_CHUNK_SHIFT) & ((1u << XA_CHUNKMAP_LEAF_BITS) - 1)],
+                         chunk, __ATOMIC_RELEASE);
+    }
+    return true;
+}
+
+void xa_chunkmap_fork_prepare(void) { xa_lock_acquire(&leaf_lock); }
+void xa_chunkmap_fork_parent(void) { xa_lock_release(&leaf_lock); }
+void xa_chunkmap_fork_child(void) { xa_lock_reset(&leaf_lock); }

@@ -1,0 +1,39 @@
+/* chunkmap.h: address -> chunk radix map. Every 2 MiB region the
+ * allocator owns maps to the header of its chunk (a huge block spanning
+ * several regions maps each of them to its one header). free() consults it
+ * before trusting any header, so a foreign or wild pointer is reported
+ * instead of being dereferenced. Two levels: a static top array indexed by
+ * address bits 46..34 and 64 KiB leaves indexed by bits 33..21.
+ * Layer: above meta and os. */
+#ifndef XA_CHUNKMAP_H
+#define XA_CHUNKMAP_H
+
+#include "common.h"
+
+#define XA_CHUNKMAP_LEAF_BITS 13
+#define XA_CHUNKMAP_TOP_BITS (47 - XA_CHUNK_SHIFT - XA_CHUNKMAP_LEAF_BITS)
+
+struct xa_chunk;
+extern struct xa_chunk **xa_chunkmap_top[1u << XA_CHUNKMAP_TOP_BITS];
+
+/* The chunk owning address p, or NULL if p is not in allocator memory. */
+XA_FAST_PATH struct xa_chunk *xa_chunkmap_lookup(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    uintptr_t top = a >> (XA_CHUNK_SHIFT + XA_CHUNKMAP_LEAF_BITS);
+    if (xa_unlikely(top >= (1u << XA_CHUNKMAP_TOP_BITS)))
+        return NULL;
+    struct xa_chunk **leaf = xa_chunkmap_top[top];
+    if (xa_unlikely(!leaf))
+        return NULL;
+    return leaf[(a >> XA_CHUNK_SHIFT) & ((1u << XA_CHUNKMAP_LEAF_BITS) - 1)];
+}
+
+/* Maps [base, base+size) to chunk (or clears it with chunk NULL). base is
+ * 2 MiB-aligned. Returns false if a leaf could not be allocated. */
+bool xa_chunkmap_set(void *base, size_t size, struct xa_chunk *chunk);
+void xa_chunkmap_fork_prepare(void);
+void xa_chunkmap_fork_parent(void);
+void xa_chunkmap_fork_child(void);
+
+#endif /* XA_CHUNKMAP_H */

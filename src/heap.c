@@ -1,0 +1,485 @@
+/* heap.c: slow paths of the per-thread heaps: refill, full/unfull, remote
+ * frees, collection, abandonment at thread exit. See heap.h.
+ * Layer: above arena; calls init.c's thread entry on a thread's first use. */
+#include "heap.h"
+
+#include <sched.h>
+#include <string.h>
+
+#include "config.h"
+#include "init.h"
+#include "lock.h"
+#include "meta.h"
+#include "os.h"
+#include "stats.h"
+
+xa_slab xa_slab_empty;
+/* The heap of a thread that has not allocated yet: every class points to
+ * an empty slab, so its first malloc takes the slow path, which sets the
+ * thread (and, the first time, the process) up. No init branch on the
+ * fast path. */
+xa_heap xa_heap_empty = {.cur = {[0 ... XA_NCLASSES - 1] = &xa_slab_empty}};
+uintptr_t xa_heap_secret;
+__thread xa_heap *xa_tls_heap __attribute__((tls_model("initial-exec"))) = &xa_heap_empty;
+
+static xa_lock heaps_lock = XA_LOCK_INIT(XA_RANK_HEAPS);
+static xa_heap *heaps_live, *heaps_free;
+static uint64_t heaps_count;
+/* Counters of heaps that have exited, and of frees by threads that never
+ * had a heap. */
+static uint64_t dead_nmalloc[XA_NCLASSES], dead_nfree[XA_NCLASSES];
+static uint64_t dead_nmalloc_big, dead_nfree_big, dead_nrealloc;
+static uint64_t orphan_nfree[XA_NCLASSES];
+static uint64_t next_global_decay_ns;
+
+static inline xa_chunk *chunk_of(const void *p)
+{
+    return (xa_chunk *)XA_ALIGN_DOWN((uintptr_t)p, XA_CHUNK_SIZE);
+}
+
+static inline uintptr_t enc(uintptr_t p) { return p ^ xa_heap_secret; }
+
+/* ---- class lists ---- */
+
+static void avail_push_front(xa_heap *h, xa_slab *s)
+{
+    unsigned cls = s->cls;
+    s->prev = NULL;
+    s->next = h->avail[cls];
+    if (s->next)
+        s->next->prev = s;
+    h->avail[cls] = s;
+    h->cur[cls] = s;
+}
+
+static void avail_push_back(xa_heap *h, xa_slab *s)
+{
+    unsigned cls = s->cls;
+    xa_slab *head = h->avail[cls];
+    if (!head) {
+        avail_push_front(h, s);
+        return;
+    }
+    /* Second place: the current slab stays current. */
+    s->prev = head;
+    s->next = head->next;
+    if (s->next)
+        s->next->prev = s;
+    head->next = s;
+}
+
+static void avail_remove(xa_heap *h, xa_slab *s)
+{
+    unsigned cls = s->cls;
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        h->avail[cls] = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->next = s->prev = NULL;
+    h->cur[cls] = h->avail[cls] ? h->avail[cls] : &xa_slab_empty;
+}
+
+static void full_push(xa_heap *h, xa_slab *s)
+{
+    s->prev = NULL;
+    s->next = h->full;
+    if (s->next)
+        s->next->prev = s;
+    h->full = s;
+    s->in_full = 1;
+}
+
+static void full_remove(xa_heap *h, xa_slab *s)
+{
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        h->full = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->next = s->prev = NULL;
+    s->in_full = 0;
+}
+
+/* ---- collection ---- */
+
+/* Moves remote frees onto the owner's free list. Returns blocks moved. */
+static uint32_t collect(xa_slab *s)
+{
+    uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
+    if (!(old & ~XA_TF_MASK))
+        return 0;
+    while (!atomic_compare_exchange_weak_explicit(&s->thread_free, &old, old & XA_TF_MASK,
+                                                  memory_order_acquire, memory_order_relaxed))
+        ;
+    uintptr_t head = old & ~XA_TF_MASK;
+    uint32_t n = 1;
+    xa_block *tail = (xa_block *)head;
+    for (uintptr_t next; (next = enc(tail->next)) != 0; tail = (xa_block *)next)
+        n++;
+    tail->next = enc(s->free);
+    s->free = head;
+    s->used -= n;
+    return n;
+}
+
+/* Carves the next batch of never-used blocks onto the free list. Blocks are
+ * linked as carved, so pages of the slab not reached stay untouched. */
+static void extend(xa_slab *s)
+{
+    const struct xa_class_info *ci = &xa_classes[s->cls];
+    uint32_t n = s->reserved - s->capacity;
+    if (n > ci->batch)
+        n = ci->batch;
+    char *first = s->start + (size_t)s->capacity * s->block_size;
+    char *b = first;
+    for (uint32_t i = 1; i < n; i++, b += s->block_size)
+        ((xa_block *)b)->next = enc((uintptr_t)(b + s->block_size));
+    ((xa_block *)b)->next = enc(s->free);
+    s->free = (uintptr_t)first;
+    s->capacity += n;
+    xa_arena_note_carved(s, n);
+}
+
+/* Arms the notification and moves s to the full list. Fails (returns
+ * false) if remote frees arrived meanwhile: the caller collects them. */
+static bool to_full(xa_heap *h, xa_slab *s)
+{
+    uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
+    for (;;) {
+        if (old & ~XA_TF_MASK)
+            return false;
+        if (atomic_compare_exchange_weak_explicit(&s->thread_free, &old,
+                                                  (uintptr_t)XA_TF_NOTIFY,
+                                                  memory_order_acq_rel, memory_order_relaxed))
+            break;
+    }
+    avail_remove(h, s);
+    full_push(h, s);
+    return true;
+}
+
+static void unfull(xa_heap *h, xa_slab *s)
+{
+    full_remove(h, s);
+    uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
+    while ((old & XA_TF_MASK) == XA_TF_NOTIFY &&
+           !atomic_compare_exchange_weak_explicit(&s->thread_free, &old,
+                                                  (old & ~XA_TF_MASK) | XA_TF_NORMAL,
+                                                  memory_order_acq_rel, memory_order_relaxed))
+        ;
+    avail_push_back(h, s);
+}
+
+/* Frees the blocks that remote threads handed over for full slabs. */
+static void drain_delayed(xa_heap *h)
+{
+    if (!atomic_load_explicit(&h->delayed, memory_order_relaxed))
+        return;
+    uintptr_t list = atomic_exchange_explicit(&h->delayed, 0, memory_order_acquire);
+    while (list) {
+        xa_block *b = (xa_block *)list;
+        list = enc(b->next);
+        xa_chunk *c = chunk_of(b);
+        xa_slab *s = &c->slabs[c->first_of[((uintptr_t)b - (uintptr_t)c) >> XA_UNIT_SHIFT]];
+        b->next = 0;
+        /* Counted as a free when it was freed remotely. */
+        h->nfree[s->cls]--;
+        xa_heap_free_owned(h, s, b);
+    }
+}
+
+/* ---- malloc slow path ---- */
+
+void xa_heap_upkeep(xa_heap *h)
+{
+    uint64_t now = xa_os_now_ns();
+    xa_arena_maybe_decay(h->arena, now);
+    /* Arenas without active threads still decay: one thread in a while
+     * sweeps them all (cheap when nothing is due). */
+    if (now >= __atomic_load_n(&next_global_decay_ns, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&next_global_decay_ns, now + 50000000u, __ATOMIC_RELAXED);
+        for (unsigned i = 0; i < xa_narenas; i++) {
+            xa_arena *a = __atomic_load_n(&xa_arenas[i], __ATOMIC_ACQUIRE);
+            if (a && a != h->arena)
+                xa_arena_maybe_decay(a, now);
+        }
+    }
+    xa_stats_tick(now);
+}
+
+void *xa_heap_malloc_slow(xa_heap *h, unsigned cls)
+{
+    if (h == &xa_heap_empty) {
+        h = xa_init_thread();
+        if (!h)
+            return NULL;
+        return xa_heap_malloc_small(h, xa_classes[cls].size);
+    }
+    drain_delayed(h);
+    if ((++h->slow_count & 15) == 0)
+        xa_heap_upkeep(h);
+    for (xa_slab *s = h->avail[cls]; s;) {
+        xa_slab *next = s->next;
+        if (!s->free)
+            collect(s);
+        if (!s->free && s->capacity < s->reserved)
+            extend(s);
+        if (s->free) {
+            if (s != h->avail[cls]) {
+                avail_remove(h, s);
+                avail_push_front(h, s);
+            }
+            return xa_heap_malloc_small(h, xa_classes[cls].size);
+        }
+        if (!to_full(h, s))
+            continue; /* remote frees arrived: collect them on the next turn */
+        s = next;
+    }
+    xa_slab *s = xa_arena_slab_adopt(h->arena, cls, h);
+    if (!s) {
+        s = xa_arena_slab_new(h->arena, cls, h);
+        if (!s)
+            return NULL;
+    }
+    avail_push_front(h, s);
+    if (!s->free && s->capacity < s->reserved)
+        extend(s);
+    if (!s->free)
+        return xa_heap_malloc_slow(h, cls); /* adopted a full slab */
+    return xa_heap_malloc_small(h, xa_classes[cls].size);
+}
+
+/* ---- free slow paths ---- */
+
+void xa_heap_double_free_check(xa_slab *s, xa_block *b)
+{
+    uintptr_t target = (uintptr_t)b;
+    uint32_t limit = s->reserved + 1;
+    for (uintptr_t p = s->free; p && limit--; p = enc(((xa_block *)p)->next))
+        if (p == target)
+            xa_fatal("free(): double free of %p (%u-byte block)", (void *)b, s->block_size);
+    uintptr_t tf = atomic_load_explicit(&s->thread_free, memory_order_acquire) & ~XA_TF_MASK;
+    limit = s->reserved + 1;
+    for (uintptr_t p = tf; p && limit--; p = enc(((xa_block *)p)->next))
+        if (p == target)
+            xa_fatal("free(): double free of %p (%u-byte block)", (void *)b, s->block_size);
+}
+
+void xa_heap_free_local_slow(xa_heap *h, xa_slab *s)
+{
+    if (s->in_full)
+        unfull(h, s);
+    if (s->used == 0 && s != h->cur[s->cls]) {
+        /* Empty and not current: back to the arena, where it coalesces
+         * and, once decayed, is returned to the OS. */
+        avail_remove(h, s);
+        xa_arena_slab_free(chunk_of(s), s);
+    }
+}
+
+void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
+{
+    if (h != &xa_heap_empty)
+        h->nfree[s->cls]++;
+    else
+        __atomic_fetch_add(&orphan_nfree[s->cls], 1, __ATOMIC_RELAXED);
+    uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
+    for (;;) {
+        if ((old & XA_TF_MASK) == XA_TF_NOTIFY) {
+            /* The slab is full: hand the block to the owner's heap so the
+             * slab comes back into use. NOTIFYING keeps the owner from
+             * leaving while we touch its heap. */
+            if (!atomic_compare_exchange_weak_explicit(&s->thread_free, &old,
+                                                       (old & ~XA_TF_MASK) | XA_TF_NOTIFYING,
+                                                       memory_order_acq_rel,
+                                                       memory_order_relaxed))
+                continue;
+            xa_heap *owner = __atomic_load_n(&s->heap, __ATOMIC_ACQUIRE);
+            uintptr_t head = atomic_load_explicit(&owner->delayed, memory_order_relaxed);
+            do {
+                b->next = enc(head);
+            } while (!atomic_compare_exchange_weak_explicit(&owner->delayed, &head, (uintptr_t)b,
+                                                            memory_order_release,
+                                                            memory_order_relaxed));
+            old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
+            while (!atomic_compare_exchange_weak_explicit(&s->thread_free, &old,
+                                                          (old & ~XA_TF_MASK) | XA_TF_NORMAL,
+                                                          memory_order_release,
+                                                          memory_order_relaxed))
+                ;
+            return;
+        }
+        b->next = enc(old & ~XA_TF_MASK);
+        if (atomic_compare_exchange_weak_explicit(&s->thread_free, &old,
+                                                  (uintptr_t)b | (old & XA_TF_MASK),
+                                                  memory_order_release, memory_order_relaxed))
+            return;
+    }
+}
+
+/* ---- lifecycle ---- */
+
+xa_heap *xa_heap_create(xa_arena *arena)
+{
+    xa_lock_acquire(&heaps_lock);
+    xa_heap *h = heaps_free;
+    if (h)
+        heaps_free = h->next_all;
+    xa_lock_release(&heaps_lock);
+    if (!h) {
+        h = xa_meta_alloc(sizeof *h, XA_CACHELINE);
+        if (!h)
+            return NULL;
+    } else {
+        memset(h, 0, sizeof *h);
+    }
+    for (unsigned c = 0; c < XA_NCLASSES; c++)
+        h->cur[c] = &xa_slab_empty;
+    h->arena = arena;
+    h->tid = (int)xa_os_gettid();
+    __atomic_fetch_add(&arena->nthreads, 1, __ATOMIC_RELAXED);
+    xa_lock_acquire(&heaps_lock);
+    h->prev_all = NULL;
+    h->next_all = heaps_live;
+    if (heaps_live)
+        heaps_live->prev_all = h;
+    heaps_live = h;
+    heaps_count++;
+    xa_lock_release(&heaps_lock);
+    return h;
+}
+
+static void set_never_notify(xa_slab *s)
+{
+    uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
+    for (;;) {
+        if ((old & XA_TF_MASK) == XA_TF_NOTIFYING) {
+            sched_yield();
+            old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
+            continue;
+        }
+        if (atomic_compare_exchange_weak_explicit(&s->thread_free, &old,
+                                                  (old & ~XA_TF_MASK) | XA_TF_NEVER,
+                                                  memory_order_acq_rel, memory_order_relaxed))
+            return;
+    }
+}
+
+static void release_or_abandon(xa_slab *s)
+{
+    s->in_full = 0;
+    s->next = s->prev = NULL;
+    collect(s);
+    if (s->used == 0) {
+        s->heap = NULL;
+        xa_arena_slab_free(chunk_of(s), s);
+    } else {
+        xa_arena_slab_abandon(chunk_of(s), s);
+    }
+}
+
+void xa_heap_thread_exit(xa_heap *h)
+{
+    /* First stop all notifications (waiting out any in flight), so no
+     * other thread touches this heap once it is recycled. */
+    for (unsigned c = 0; c < XA_NCLASSES; c++)
+        for (xa_slab *s = h->avail[c]; s; s = s->next)
+            set_never_notify(s);
+    for (xa_slab *s = h->full; s; s = s->next)
+        set_never_notify(s);
+    drain_delayed(h);
+    for (unsigned c = 0; c < XA_NCLASSES; c++) {
+        for (xa_slab *s = h->avail[c]; s;) {
+            xa_slab *next = s->next;
+            release_or_abandon(s);
+            s = next;
+        }
+        h->avail[c] = NULL;
+        h->cur[c] = &xa_slab_empty;
+    }
+    for (xa_slab *s = h->full; s;) {
+        xa_slab *next = s->next;
+        release_or_abandon(s);
+        s = next;
+    }
+    h->full = NULL;
+    __atomic_fetch_sub(&h->arena->nthreads, 1, __ATOMIC_RELAXED);
+    xa_lock_acquire(&heaps_lock);
+    for (unsigned c = 0; c < XA_NCLASSES; c++) {
+        dead_nmalloc[c] += h->nmalloc[c];
+        dead_nfree[c] += h->nfree[c];
+    }
+    dead_nmalloc_big += h->nmalloc_big;
+    dead_nfree_big += h->nfree_big;
+    dead_nrealloc += h->nrealloc;
+    if (h->prev_all)
+        h->prev_all->next_all = h->next_all;
+    else
+        heaps_live = h->next_all;
+    if (h->next_all)
+        h->next_all->prev_all = h->prev_all;
+    heaps_count--;
+    h->next_all = heaps_free;
+    heaps_free = h;
+    xa_lock_release(&heaps_lock);
+}
+
+void xa_heap_collect(xa_heap *h)
+{
+    drain_delayed(h);
+    for (unsigned c = 0; c < XA_NCLASSES; c++) {
+        for (xa_slab *s = h->avail[c]; s;) {
+            xa_slab *next = s->next;
+            collect(s);
+            if (s->used == 0) {
+                avail_remove(h, s);
+                xa_arena_slab_free(chunk_of(s), s);
+            }
+            s = next;
+        }
+    }
+}
+
+void xa_heaps_sum(uint64_t *nmalloc, uint64_t *nfree, uint64_t *nmalloc_big,
+                  uint64_t *nfree_big, uint64_t *nrealloc, uint64_t *threads)
+{
+    xa_lock_acquire(&heaps_lock);
+    uint64_t big_m = dead_nmalloc_big, big_f = dead_nfree_big, re = dead_nrealloc;
+    for (unsigned c = 0; c < XA_NCLASSES; c++) {
+        nmalloc[c] = dead_nmalloc[c];
+        nfree[c] = dead_nfree[c] + __atomic_load_n(&orphan_nfree[c], __ATOMIC_RELAXED);
+    }
+    for (xa_heap *h = heaps_live; h; h = h->next_all) {
+        for (unsigned c = 0; c < XA_NCLASSES; c++) {
+            nmalloc[c] += __atomic_load_n(&h->nmalloc[c], __ATOMIC_RELAXED);
+            nfree[c] += __atomic_load_n(&h->nfree[c], __ATOMIC_RELAXED);
+        }
+        big_m += __atomic_load_n(&h->nmalloc_big, __ATOMIC_RELAXED);
+        big_f += __atomic_load_n(&h->nfree_big, __ATOMIC_RELAXED);
+        re += __atomic_load_n(&h->nrealloc, __ATOMIC_RELAXED);
+    }
+    *nmalloc_big = big_m;
+    *nfree_big = big_f;
+    *nrealloc = re;
+    *threads = heaps_count;
+    xa_lock_release(&heaps_lock);
+}
+
+void xa_heaps_fork_prepare(void) { xa_lock_acquire(&heaps_lock); }
+void xa_heaps_fork_parent(void) { xa_lock_release(&heaps_lock); }
+
+void xa_heaps_fork_child(void)
+{
+    xa_lock_reset(&heaps_lock);
+    /* Heaps of threads that do not exist in the child stay as they are
+     * (their state may be mid-update); only their count is dropped. */
+    xa_heap *self = xa_tls_heap;
+    uint64_t n = 0;
+    for (xa_heap *h = heaps_live; h; h = h->next_all)
+        n++;
+    (void)self;
+    heaps_count = n;
+}

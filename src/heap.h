@@ -1,0 +1,100 @@
+/* heap.h: per-thread heaps and their fast paths. Each heap keeps, per size
+ * class, a list of slabs it allocates from; each slab has its own free list
+ * (free-list sharding). malloc pops from the current slab; a free by the
+ * owning thread pushes onto the slab's list: no lock, no atomic
+ * read-modify-write. Frees from other threads go to the slab's atomic
+ * thread_free list, collected by the owner on its slow path.
+ * Layer: above arena; below malloc.c. */
+#ifndef XA_HEAP_H
+#define XA_HEAP_H
+
+#include "arena.h"
+#include "chunk.h"
+#include "chunkmap.h"
+#include "sizeclass.h"
+
+typedef struct xa_heap {
+    /* ---- hot ---- */
+    xa_slab *cur[XA_NCLASSES];     /* current slab per class, never NULL */
+    uint64_t nmalloc[XA_NCLASSES]; /* statistics, written by the owner only */
+    uint64_t nfree[XA_NCLASSES];
+    /* ---- slow paths ---- */
+    xa_slab *avail[XA_NCLASSES];   /* slabs that may have free blocks; head = cur */
+    xa_slab *full;                 /* slabs with no free block (notify armed) */
+    _Atomic uintptr_t delayed;     /* blocks freed remotely into full slabs */
+    xa_arena *arena;
+    struct xa_heap *next_all, *prev_all;
+    uint64_t nmalloc_big, nfree_big, nrealloc, requested_big;
+    uint32_t slow_count;
+    int tid;
+} xa_heap;
+
+extern xa_heap xa_heap_empty;
+extern xa_slab xa_slab_empty;
+extern uintptr_t xa_heap_secret;
+extern __thread xa_heap *xa_tls_heap __attribute__((tls_model("initial-exec")));
+
+/* ---- slow paths (heap.c) ---- */
+XA_SLOW_PATH void *xa_heap_malloc_slow(xa_heap *h, unsigned cls);
+XA_SLOW_PATH void xa_heap_free_local_slow(xa_heap *h, xa_slab *s);
+XA_SLOW_PATH void xa_heap_double_free_check(xa_slab *s, xa_block *b);
+/* Frees a small block of a slab this thread does not own. */
+void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b);
+/* The calling thread's heap, created (and the process initialised) if
+ * needed. NULL only when memory for a heap cannot be had. */
+xa_heap *xa_heap_get_slow(void);
+/* Thread exit: hands every slab to the arena, recycles the heap. */
+void xa_heap_thread_exit(xa_heap *h);
+/* Returns this thread's cached empty slabs and drains pending frees. */
+void xa_heap_collect(xa_heap *h);
+/* Runs time-based upkeep (decay, statistics) now if due. */
+void xa_heap_upkeep(xa_heap *h);
+/* Counters of every heap, live and dead, summed per class. */
+void xa_heaps_sum(uint64_t *nmalloc, uint64_t *nfree, uint64_t *nmalloc_big,
+                  uint64_t *nfree_big, uint64_t *nrealloc, uint64_t *threads);
+xa_heap *xa_heap_create(xa_arena *arena);
+void xa_heaps_fork_prepare(void);
+void xa_heaps_fork_parent(void);
+void xa_heaps_fork_child(void);
+
+/* ---- fast paths ---- */
+
+XA_FAST_PATH xa_heap *xa_heap_get(void)
+{
+    xa_heap *h = xa_tls_heap;
+    if (xa_likely(h != &xa_heap_empty))
+        return h;
+    return xa_heap_get_slow();
+}
+
+XA_FAST_PATH void *xa_heap_malloc_small(xa_heap *h, size_t size)
+{
+    unsigned cls = xa_size_class(size);
+    xa_slab *s = h->cur[cls];
+    xa_block *b = (xa_block *)s->free;
+    if (xa_unlikely(!b))
+        return xa_heap_malloc_slow(h, cls);
+    s->free = b->next ^ xa_heap_secret;
+    b->next = 0; /* a live block never decodes to a free-list link */
+    s->used++;
+    h->nmalloc[cls]++;
+    return b;
+}
+
+/* Pushes b onto its slab's free list; the caller owns the slab. */
+XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
+{
+    uintptr_t link = b->next ^ xa_heap_secret;
+    /* A block already on a free list links to its own slab or to nothing:
+     * only then is the (slow) double-free scan needed. */
+    if (xa_unlikely(link - (uintptr_t)s->start < ((size_t)s->units << XA_UNIT_SHIFT) ||
+                    link == 0))
+        xa_heap_double_free_check(s, b);
+    b->next = s->free ^ xa_heap_secret;
+    s->free = (uintptr_t)b;
+    h->nfree[s->cls]++;
+    if (xa_unlikely(--s->used == 0 || s->in_full))
+        xa_heap_free_local_slow(h, s);
+}
+
+#endif /* XA_HEAP_H */

@@ -1,0 +1,523 @@
+/* malloc.c: the exported entry points: the glibc malloc API, C11
+ * aligned_alloc, C23 free_sized/free_aligned_sized, the __libc_* aliases,
+ * and the xalloc_* extensions. Small sizes go straight to the thread heap's
+ * inline fast path; everything else to out-of-line helpers below.
+ * In the unit-test build (XA_TEST) the names become xa_test_*, so the test
+ * program and glibc keep their own malloc. Layer: top. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "chunkmap.h"
+#include "config.h"
+#include "heap.h"
+#include "init.h"
+#include "stats_collect.h"
+#include "util.h"
+#include "xalloc.h"
+#include "xalloc_stats.h"
+
+#ifdef XA_TEST
+#define API(name) xa_test_##name
+#else
+#define API(name) name
+#endif
+#define XA_API XA_EXPORT
+
+/* C23 names glibc 2.36 does not declare yet. */
+void API(free_sized)(void *p, size_t size);
+void API(free_aligned_sized)(void *p, size_t align, size_t size);
+void API(cfree)(void *p);
+#ifdef XA_TEST
+void *xa_test_malloc(size_t size);
+void xa_test_free(void *p);
+void *xa_test_calloc(size_t n, size_t size);
+void *xa_test_realloc(void *p, size_t size);
+void *xa_test_reallocarray(void *p, size_t n, size_t size);
+int xa_test_posix_memalign(void **out, size_t align, size_t size);
+void *xa_test_aligned_alloc(size_t align, size_t size);
+void *xa_test_memalign(size_t align, size_t size);
+void *xa_test_valloc(size_t size);
+void *xa_test_pvalloc(size_t size);
+size_t xa_test_malloc_usable_size(void *p);
+int xa_test_malloc_trim(size_t pad);
+struct mallinfo2 xa_test_mallinfo2(void);
+struct mallinfo xa_test_mallinfo(void);
+void xa_test_malloc_stats(void);
+int xa_test_mallopt(int param, int value);
+#endif
+
+/* ---- junk filling (debug option) ---- */
+
+/* Set at init from the junk option; every entry point tests it only on a
+ * path it already takes (free's owner check, malloc's size check). */
+static size_t fast_small_max = XA_SMALL_MAX;
+static bool junk;
+
+static void junk_fill_new(void *p, size_t size)
+{
+    memset(p, 0xa5, size);
+}
+
+/* ---- helpers ---- */
+
+static inline void *enomem(void)
+{
+    errno = ENOMEM;
+    return NULL;
+}
+
+static void *malloc_big(size_t size, size_t align, bool zero)
+{
+    xa_heap *h = xa_heap_get();
+    if (!h)
+        return enomem();
+    if (size > (size_t)PTRDIFF_MAX)
+        return enomem();
+    void *p;
+    if (size <= XA_LARGE_MAX && align <= XA_UNIT_SIZE)
+        p = xa_arena_large_alloc(h->arena, size, zero);
+    else
+        p = xa_huge_alloc(h->arena, size, align, zero);
+    if (!p)
+        return enomem();
+    h->nmalloc_big++;
+    return p;
+}
+
+static XA_NOINLINE void *malloc_small_slow_wrap(size_t size)
+{
+    xa_heap *h = xa_heap_get();
+    if (!h)
+        return enomem();
+    void *p = xa_heap_malloc_small(h, size);
+    if (!p)
+        return enomem();
+    if (junk)
+        junk_fill_new(p, size);
+    return p;
+}
+
+static XA_NOINLINE void *malloc_other(size_t size)
+{
+    if (size <= XA_SMALL_MAX)
+        return malloc_small_slow_wrap(size);
+    void *p = malloc_big(size, 0, false);
+    if (p && junk)
+        junk_fill_new(p, size);
+    return p;
+}
+
+XA_FAST_PATH void *malloc_inline(size_t size)
+{
+    if (xa_likely(size <= fast_small_max)) {
+        void *p = xa_heap_malloc_small(xa_tls_heap, size);
+        if (xa_likely(p))
+            return p;
+        return enomem();
+    }
+    return malloc_other(size);
+}
+
+static XA_NOINLINE __attribute__((noreturn)) void invalid_pointer(const char *fn, void *p)
+{
+    xa_fatal("%s(): invalid pointer %p (not a block allocated by xalloc, or already freed)",
+             fn, p);
+}
+
+/* Usable size of a block, validating the pointer; fn names the caller in
+ * the report. */
+static size_t block_usable(const char *fn, xa_chunk *c, void *p)
+{
+    uintptr_t off = (uintptr_t)p - (uintptr_t)c;
+    if (off < XA_CHUNK_SIZE) {
+        xa_slab *s = &c->slabs[c->first_of[off >> XA_UNIT_SHIFT]];
+        switch (s->kind) {
+        case XA_RUN_SMALL: {
+            uintptr_t rel = (uintptr_t)p - (uintptr_t)s->start;
+            if (rel < (uintptr_t)s->capacity * s->block_size &&
+                xa_class_divides(s->cls, (uint32_t)rel))
+                return s->block_size;
+            break;
+        }
+        case XA_RUN_LARGE:
+            if (p == xa_unit_addr(c, s->first_unit))
+                return (size_t)s->units << XA_UNIT_SHIFT;
+            break;
+        case XA_RUN_HUGE:
+            if (p == c->huge_ptr)
+                return c->huge_size;
+            break;
+        default:
+            break;
+        }
+    } else if (c->slabs[0].kind == XA_RUN_HUGE && p == c->huge_ptr) {
+        return c->huge_size;
+    }
+    invalid_pointer(fn, p);
+}
+
+static XA_NOINLINE void free_slow(xa_chunk *c, void *p)
+{
+    xa_heap *h = xa_tls_heap;
+    block_usable("free", c, p);
+    uintptr_t off = (uintptr_t)p - (uintptr_t)c;
+    xa_slab *s = off < XA_CHUNK_SIZE ? &c->slabs[c->first_of[off >> XA_UNIT_SHIFT]] : &c->slabs[0];
+    switch (s->kind) {
+    case XA_RUN_SMALL:
+        if (junk)
+            memset((char *)p + sizeof(xa_block), 0x5a, s->block_size - sizeof(xa_block));
+        if (s->heap == h)
+            xa_heap_free_owned(h, s, p);
+        else
+            xa_heap_free_remote(h, s, p);
+        return;
+    case XA_RUN_LARGE:
+        xa_arena_large_free(c, s);
+        break;
+    default:
+        xa_huge_free(c);
+        break;
+    }
+    if (h != &xa_heap_empty)
+        h->nfree_big++;
+}
+
+static XA_NOINLINE void free_foreign(void *p)
+{
+    /* Before init, pointers can only come from another allocator (the
+     * dynamic loader's bootstrap one): leave them alone. */
+    if (!xa_ready)
+        return;
+    invalid_pointer("free", p);
+}
+
+XA_FAST_PATH void free_inline(void *p)
+{
+    if (xa_unlikely(!p))
+        return;
+    xa_chunk *c = xa_chunkmap_lookup(p);
+    if (xa_unlikely(!c)) {
+        free_foreign(p);
+        return;
+    }
+    uintptr_t off = (uintptr_t)p - (uintptr_t)c;
+    if (xa_likely(off < XA_CHUNK_SIZE)) {
+        xa_slab *s = &c->slabs[c->first_of[off >> XA_UNIT_SHIFT]];
+        xa_heap *h = xa_tls_heap;
+        /* Owner and junk off: the thread-local push. An interior pointer
+         * fails the divisibility test and is reported by free_slow. */
+        if (xa_likely(s->heap == h && !junk &&
+                      xa_class_divides(s->cls, (uint32_t)((uintptr_t)p - (uintptr_t)s->start)))) {
+            xa_heap_free_owned(h, s, p);
+            return;
+        }
+    }
+    free_slow(c, p);
+}
+
+/* ---- aligned allocation ---- */
+
+static void *aligned_internal(size_t align, size_t size)
+{
+    if (align <= 16)
+        return malloc_inline(size);
+    if (size > (size_t)PTRDIFF_MAX || align > (size_t)PTRDIFF_MAX)
+        return enomem();
+    if (size <= XA_SMALL_MAX && align <= XA_UNIT_SIZE) {
+        /* Slabs start on 64 KiB boundaries, so a block of a class whose
+         * size is a multiple of align is aligned. */
+        size_t want = size < align ? align : size;
+        if (want <= XA_SMALL_MAX) {
+            for (unsigned cls = xa_size_class(want); cls < XA_NCLASSES; cls++) {
+                if (xa_classes[cls].size % align == 0) {
+                    void *p = malloc_inline(xa_classes[cls].size);
+                    return p;
+                }
+            }
+        }
+    }
+    void *p = malloc_big(size < XA_SMALL_MAX + 1 ? XA_SMALL_MAX + 1 : size, align, false);
+    return p;
+}
+
+static size_t round_pow2(size_t a)
+{
+    if (a <= 1)
+        return 1;
+    return (size_t)1 << (64 - __builtin_clzl(a - 1));
+}
+
+/* ---- the API ---- */
+
+XA_API void *API(malloc)(size_t size)
+{
+    return malloc_inline(size);
+}
+
+XA_API void API(free)(void *p)
+{
+    free_inline(p);
+}
+
+XA_API void API(cfree)(void *p)
+{
+    free_inline(p);
+}
+
+XA_API void API(free_sized)(void *p, size_t size)
+{
+    (void)size;
+    free_inline(p);
+}
+
+XA_API void API(free_aligned_sized)(void *p, size_t align, size_t size)
+{
+    (void)align;
+    (void)size;
+    free_inline(p);
+}
+
+XA_API void *API(calloc)(size_t n, size_t size)
+{
+    size_t total;
+    if (__builtin_mul_overflow(n, size, &total))
+        return enomem();
+    if (total <= XA_SMALL_MAX) {
+        void *p = malloc_inline(total);
+        if (p)
+            memset(p, 0, total);
+        return p;
+    }
+    return malloc_big(total, 0, true);
+}
+
+XA_API void *API(realloc)(void *p, size_t size)
+{
+    if (!p)
+        return malloc_inline(size);
+    if (size == 0) {
+        /* glibc frees and returns NULL. */
+        free_inline(p);
+        return NULL;
+    }
+    xa_chunk *c = xa_chunkmap_lookup(p);
+    if (!c) {
+        if (!xa_ready)
+            return enomem();
+        invalid_pointer("realloc", p);
+    }
+    xa_heap *h = xa_tls_heap;
+    if (h != &xa_heap_empty)
+        h->nrealloc++;
+    size_t old = block_usable("realloc", c, p);
+    uintptr_t off = (uintptr_t)p - (uintptr_t)c;
+    xa_slab *s = off < XA_CHUNK_SIZE ? &c->slabs[c->first_of[off >> XA_UNIT_SHIFT]] : &c->slabs[0];
+    if (s->kind == XA_RUN_SMALL) {
+        /* Same block while the new size still uses at least half of it. */
+        if (size <= old && size > old / 2)
+            return p;
+    } else if (s->kind == XA_RUN_LARGE) {
+        if (size > XA_SMALL_MAX && size <= XA_LARGE_MAX && xa_arena_large_resize(c, s, size))
+            return p;
+    } else if (size > XA_LARGE_MAX && size <= (size_t)PTRDIFF_MAX) {
+        void *q = xa_huge_realloc(c, size);
+        if (q)
+            return q;
+    }
+    void *q = malloc_inline(size);
+    if (!q)
+        return NULL;
+    memcpy(q, p, old < size ? old : size);
+    free_inline(p);
+    return q;
+}
+
+XA_API void *API(reallocarray)(void *p, size_t n, size_t size)
+{
+    size_t total;
+    if (__builtin_mul_overflow(n, size, &total))
+        return enomem();
+    return API(realloc)(p, total);
+}
+
+XA_API int API(posix_memalign)(void **out, size_t align, size_t size)
+{
+    if (align < sizeof(void *) || (align & (align - 1)) != 0)
+        return EINVAL;
+    int saved = errno;
+    void *p = aligned_internal(align, size);
+    if (!p) {
+        errno = saved;
+        return ENOMEM;
+    }
+    *out = p;
+    return 0;
+}
+
+static void *memalign_common(size_t align, size_t size)
+{
+    if (align > (size_t)PTRDIFF_MAX + 1) {
+        errno = EINVAL;
+        return NULL;
+    }
+    /* glibc rounds an alignment that is not a power of two up. */
+    if (align & (align - 1))
+        align = round_pow2(align);
+    return aligned_internal(align, size);
+}
+
+XA_API void *API(aligned_alloc)(size_t align, size_t size)
+{
+    return memalign_common(align, size);
+}
+
+XA_API void *API(memalign)(size_t align, size_t size)
+{
+    return memalign_common(align, size);
+}
+
+XA_API void *API(valloc)(size_t size)
+{
+    return aligned_internal(XA_OS_PAGE, size);
+}
+
+XA_API void *API(pvalloc)(size_t size)
+{
+    size_t rounded = XA_ALIGN_UP(size, XA_OS_PAGE);
+    if (rounded < size)
+        return enomem();
+    return aligned_internal(XA_OS_PAGE, rounded ? rounded : XA_OS_PAGE);
+}
+
+XA_API size_t API(malloc_usable_size)(void *p)
+{
+    if (!p)
+        return 0;
+    xa_chunk *c = xa_chunkmap_lookup(p);
+    if (!c) {
+        if (!xa_ready)
+            return 0;
+        invalid_pointer("malloc_usable_size", p);
+    }
+    return block_usable("malloc_usable_size", c, p);
+}
+
+XA_API size_t xalloc_purge(void)
+{
+    if (!xa_ready)
+        return 0;
+    xa_heap *h = xa_tls_heap;
+    if (h != &xa_heap_empty)
+        xa_heap_collect(h);
+    size_t total = 0;
+    for (unsigned i = 0; i < xa_narenas; i++) {
+        xa_arena *a = __atomic_load_n(&xa_arenas[i], __ATOMIC_ACQUIRE);
+        if (a)
+            total += xa_arena_purge_all(a);
+    }
+    return total;
+}
+
+XA_API int API(malloc_trim)(size_t pad)
+{
+    (void)pad;
+    return xalloc_purge() > 0;
+}
+
+static size_t clamp_int(uint64_t v)
+{
+    return v > (uint64_t)INT32_MAX ? (size_t)INT32_MAX : (size_t)v;
+}
+
+XA_API struct mallinfo2 API(mallinfo2)(void)
+{
+    struct xalloc_stats st;
+    struct mallinfo2 mi;
+    memset(&mi, 0, sizeof mi);
+    xa_stats_collect(&st);
+    mi.arena = st.mapped - st.huge_bytes;
+    mi.ordblks = st.large_count;
+    mi.hblks = st.huge_count;
+    mi.hblkhd = st.huge_bytes;
+    mi.uordblks = st.allocated;
+    mi.fordblks = st.mapped > st.allocated ? st.mapped - st.allocated : 0;
+    mi.keepcost = st.dirty;
+    return mi;
+}
+
+XA_API struct mallinfo API(mallinfo)(void)
+{
+    struct mallinfo2 m2 = API(mallinfo2)();
+    struct mallinfo mi;
+    memset(&mi, 0, sizeof mi);
+    mi.arena = (int)clamp_int(m2.arena);
+    mi.ordblks = (int)clamp_int(m2.ordblks);
+    mi.hblks = (int)clamp_int(m2.hblks);
+    mi.hblkhd = (int)clamp_int(m2.hblkhd);
+    mi.uordblks = (int)clamp_int(m2.uordblks);
+    mi.fordblks = (int)clamp_int(m2.fordblks);
+    mi.keepcost = (int)clamp_int(m2.keepcost);
+    return mi;
+}
+
+XA_API void API(malloc_stats)(void)
+{
+    xalloc_stats_print(NULL, NULL);
+}
+
+XA_API int API(mallopt)(int param, int value)
+{
+    /* glibc's tunables have no meaning here; accepting them keeps programs
+     * that set M_ARENA_MAX or M_MMAP_THRESHOLD working. */
+    (void)param;
+    (void)value;
+    return 1;
+}
+
+XA_API const char *xalloc_version(void)
+{
+#define XA_STR_(x) #x
+#define XA_STR(x) XA_STR_(x)
+    return XA_STR(XALLOC_VERSION_MAJOR) "." XA_STR(XALLOC_VERSION_MINOR) "." XA_STR(
+        XALLOC_VERSION_PATCH);
+}
+
+/* Called by init.c once options are known. */
+void xa_malloc_boot(void);
+void xa_malloc_boot(void)
+{
+    junk = xa_opt.junk;
+    if (junk)
+        fast_small_max = 0;
+}
+
+#ifndef XA_TEST
+/* glibc-internal names: code inside libc (and some programs) call these
+ * directly; they must reach this allocator, never glibc's heap. Plain
+ * functions rather than aliases, so they build alike with gcc and clang. */
+void *__libc_malloc(size_t size);
+void __libc_free(void *p);
+void *__libc_calloc(size_t n, size_t size);
+void *__libc_realloc(void *p, size_t size);
+void *__libc_memalign(size_t align, size_t size);
+void *__libc_valloc(size_t size);
+void *__libc_pvalloc(size_t size);
+int __posix_memalign(void **out, size_t align, size_t size);
+
+XA_API void *__libc_malloc(size_t size) { return malloc_inline(size); }
+XA_API void __libc_free(void *p) { free_inline(p); }
+XA_API void *__libc_calloc(size_t n, size_t size) { return calloc(n, size); }
+XA_API void *__libc_realloc(void *p, size_t size) { return realloc(p, size); }
+XA_API void *__libc_memalign(size_t align, size_t size) { return memalign_common(align, size); }
+XA_API void *__libc_valloc(size_t size) { return valloc(size); }
+XA_API void *__libc_pvalloc(size_t size) { return pvalloc(size); }
+XA_API int __posix_memalign(void **out, size_t align, size_t size)
+{
+    return posix_memalign(out, align, size);
+}
+#endif

@@ -1,0 +1,164 @@
+/* os_mem.c: os layer, the memory half: the only file that calls mmap,
+ * munmap, mremap, madvise, mbind and prctl. Mechanism only; the policy
+ * (when to purge, THP mode, which node) lives in arena.c and pages.c.
+ * Memory is never mapped writable and executable (units with
+ * MemoryDenyWriteExecute=yes must keep working). errno is preserved. */
+#define _GNU_SOURCE
+#include "os.h"
+
+#include <errno.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common.h"
+
+#ifndef PR_SET_VMA
+#define PR_SET_VMA 0x53564d41
+#define PR_SET_VMA_ANON_NAME 0
+#endif
+#ifndef MPOL_BIND
+#define MPOL_PREFERRED 1
+#define MPOL_BIND 2
+#define MPOL_INTERLEAVE 3
+#endif
+
+static void *raw_mmap(void *hint, size_t size, int prot, int flags)
+{
+    void *p = (void *)syscall(SYS_mmap, hint, size, prot, flags, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void *xa_os_map_aligned(size_t size, size_t align)
+{
+    int saved = errno;
+    void *result = NULL;
+    /* Try the plain mapping first: the kernel often hands out aligned
+     * addresses for large requests, and that costs one call. */
+    void *p = raw_mmap(NULL, size, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
+    if (p && ((uintptr_t)p & (align - 1)) == 0) {
+        result = p;
+    } else {
+        if (p)
+            syscall(SYS_munmap, p, size);
+        size_t over = size + align - XA_OS_PAGE;
+        if (over < size)
+            goto out;
+        char *q = raw_mmap(NULL, over, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
+        if (!q)
+            goto out;
+        char *aligned = (char *)XA_ALIGN_UP((uintptr_t)q, align);
+        size_t head = (size_t)(aligned - q);
+        size_t tail = over - head - size;
+        if (head)
+            syscall(SYS_munmap, q, head);
+        if (tail)
+            syscall(SYS_munmap, aligned + size, tail);
+        result = aligned;
+    }
+out:
+    errno = saved;
+    return result;
+}
+
+void xa_os_unmap(void *p, size_t size)
+{
+    int saved = errno;
+    syscall(SYS_munmap, p, size);
+    errno = saved;
+}
+
+int xa_os_purge_dontneed(void *p, size_t size)
+{
+    int saved = errno;
+    long rc = syscall(SYS_madvise, p, size, MADV_DONTNEED);
+    int err = errno;
+    errno = saved;
+    return rc ? err : 0;
+}
+
+int xa_os_purge_free(void *p, size_t size)
+{
+    int saved = errno;
+    long rc = syscall(SYS_madvise, p, size, MADV_FREE);
+    int err = errno;
+    errno = saved;
+    /* Kernels without MADV_FREE: fall back to the eager kind. */
+    if (rc && err == EINVAL)
+        return xa_os_purge_dontneed(p, size);
+    return rc ? err : 0;
+}
+
+int xa_os_advise_hugepage(void *p, size_t size, bool huge)
+{
+    int saved = errno;
+    long rc = syscall(SYS_madvise, p, size, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+    int err = errno;
+    errno = saved;
+    return rc ? err : 0;
+}
+
+int xa_os_remap_inplace(void *p, size_t old_size, size_t new_size)
+{
+    int saved = errno;
+    void *q = (void *)syscall(SYS_mremap, p, old_size, new_size, 0);
+    int err = errno;
+    errno = saved;
+    if (q == MAP_FAILED)
+        return err ? err : ENOMEM;
+    return q == p ? 0 : EFAULT;
+}
+
+void *xa_os_remap_move(void *p, size_t old_size, size_t new_size, size_t align)
+{
+    int saved = errno;
+    /* Reserve an aligned destination, then move the pages onto it: the
+     * chunk map indexes 2 MiB regions, so huge blocks stay aligned. */
+    void *dst = xa_os_map_aligned(new_size, align);
+    void *result = NULL;
+    if (dst) {
+        void *q = (void *)syscall(SYS_mremap, p, old_size, new_size,
+                                  MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+        if (q == MAP_FAILED)
+            syscall(SYS_munmap, dst, new_size);
+        else
+            result = q;
+    }
+    errno = saved;
+    return result;
+}
+
+void xa_os_name_range(void *p, size_t size, const char *name)
+{
+    int saved = errno;
+    syscall(SYS_prctl, PR_SET_VMA, PR_SET_VMA_ANON_NAME, p, size, name);
+    errno = saved;
+}
+
+int xa_os_bind_node(void *p, size_t size, int node)
+{
+    if (node < 0 || node >= 1024)
+        return EINVAL;
+    unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {0};
+    mask[node / (8 * sizeof(unsigned long))] |= 1UL << (node % (8 * sizeof(unsigned long)));
+    int saved = errno;
+    /* MPOL_PREFERRED: memory of the node when it has some, elsewhere when
+     * it is full, rather than the OOM killer. */
+    long rc = syscall(SYS_mbind, p, size, MPOL_PREFERRED, mask, 1024UL, 0);
+    int err = errno;
+    errno = saved;
+    return rc ? err : 0;
+}
+
+int xa_os_interleave(void *p, size_t size, const unsigned long *nodemask,
+                     unsigned long maxnode)
+{
+    int saved = errno;
+    long rc = syscall(SYS_mbind, p, size, MPOL_INTERLEAVE, nodemask, maxnode, 0);
+    int err = errno;
+    errno = saved;
+    return rc ? err : 0;
+}

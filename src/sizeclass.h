@@ -1,0 +1,62 @@
+/* sizeclass.h: size <-> class mapping. Layer: bottom (pure functions and
+ * tables; no state besides the tables built at boot).
+ * Classes: 16..128 in steps of 16 (exact small classes), then four classes
+ * per doubling up to 256 KiB, so internal waste stays under 20% (typically
+ * near 10%). Every class is a multiple of 16, so every block is 16-aligned. */
+#ifndef XA_SIZECLASS_H
+#define XA_SIZECLASS_H
+
+#include "common.h"
+
+#define XA_NCLASSES 52
+#define XA_SMALL_MAX ((size_t)256 * 1024)
+#define XA_SLAB_MAX_UNITS 16
+
+struct xa_class_info {
+    uint32_t size;     /* block size */
+    uint32_t units;    /* slab length in 64 KiB units */
+    uint32_t blocks;   /* blocks per slab */
+    uint32_t batch;    /* blocks carved per free-list extension */
+    uint64_t div_magic; /* ceil(2^64 / size): divisibility test */
+};
+
+/* The tables are constants (usable before init, shared read-only by
+ * every thread); check_sizeclass verifies them against the rules below. */
+extern const struct xa_class_info xa_classes[XA_NCLASSES];
+extern const uint8_t xa_class_of_small[(1024 >> 4) + 1];
+
+/* The rules the tables follow: block size of a class, slab length for a
+ * block size (in units), blocks carved per extension. */
+uint32_t xa_sizeclass_rule_size(unsigned cls);
+uint32_t xa_sizeclass_rule_units(uint32_t size);
+uint32_t xa_sizeclass_rule_batch(uint32_t size);
+
+/* Class of a request of size bytes, size <= XA_SMALL_MAX. */
+XA_FAST_PATH unsigned xa_size_class(size_t size)
+{
+    if (xa_likely(size <= 1024))
+        return xa_class_of_small[(size + 15) >> 4];
+    size_t x = size - 1;
+    unsigned k = 63u - (unsigned)__builtin_clzl(x);
+    return 8u + (k - 7u) * 4u + (unsigned)((x >> (k - 2u)) & 3u);
+}
+
+/* Computed class without the table (used to build it, and by tests). */
+static inline unsigned xa_size_class_compute(size_t size)
+{
+    if (size <= 128)
+        return size == 0 ? 0 : (unsigned)((size - 1) >> 4);
+    size_t x = size - 1;
+    unsigned k = 63u - (unsigned)__builtin_clzl(x);
+    return 8u + (k - 7u) * 4u + (unsigned)((x >> (k - 2u)) & 3u);
+}
+
+static inline size_t xa_class_size(unsigned cls) { return xa_classes[cls].size; }
+
+/* True when off is a whole multiple of the class size (off < 2^32). */
+static inline bool xa_class_divides(unsigned cls, uint32_t off)
+{
+    return off * xa_classes[cls].div_magic <= xa_classes[cls].div_magic - 1;
+}
+
+#endif /* XA_SIZECLASS_H */

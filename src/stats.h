@@ -1,0 +1,29 @@
+/* stats.h: live statistics publication. Side module (stats): owns the
+ * shared-memory statistics file (layout in include/xalloc_stats_file.h),
+ * its serving thread, and the public xalloc_stats_get / xalloc_stats_print.
+ * Calls down into the core only through xa_stats_collect() and the public
+ * xalloc_purge() / xalloc_config_set(); calls os, os_stats, util, config. */
+#ifndef XA_STATS_H
+#define XA_STATS_H
+
+#include <stdint.h>
+
+/* Called once by the core's init after the allocator is usable, outside
+ * every allocator lock. Cheap: reads xa_opt and arms the first tick; the
+ * file and the thread are made by that tick. */
+void xa_stats_boot(void);
+
+/* Called by the core on slow paths with the current xa_os_now_ns().
+ * Pre: no allocator lock held (a due refresh calls xa_stats_collect()).
+ * Costs one load, compare and branch unless a refresh is due; then
+ * refreshes the snapshot, creates the file (first time, or first time in a
+ * fork child) and starts the serving thread. Re-entry (the refresh
+ * allocating) returns at once. */
+void xa_stats_tick(uint64_t now_ns);
+
+/* Called in the pthread_atfork child handler. Only resets flags: the
+ * child's own file and thread are made at its next tick; the parent's file
+ * is left alone. */
+void xa_stats_fork_child(void);
+
+#endif /* XA_STATS_H */

@@ -1,0 +1,119 @@
+/* stats_collect.c: the core's side of the statistics: sums per-thread
+ * counters (each heap's, plus those of exited threads) and reads each
+ * arena's byte counts under its lock. See stats_collect.h. */
+#include "stats_collect.h"
+
+#include <string.h>
+
+#include "arena.h"
+#include "heap.h"
+#include "meta.h"
+#include "numa.h"
+#include "os.h"
+#include "pages.h"
+
+void xa_stats_collect(struct xalloc_stats *out)
+{
+    static uint64_t nmalloc[XA_NCLASSES], nfree[XA_NCLASSES];
+    static xa_lock collect_lock = XA_LOCK_INIT(XA_RANK_INIT);
+    memset(out, 0, sizeof *out);
+    out->size = sizeof *out;
+    out->version_major = XALLOC_STATS_VERSION_MAJOR;
+    out->version_minor = XALLOC_STATS_VERSION_MINOR;
+    out->timestamp_ns = xa_os_now_ns();
+
+    xa_lock_acquire(&collect_lock); /* guards the static scratch arrays */
+    uint64_t nmalloc_big, nfree_big, nrealloc, threads;
+    xa_heaps_sum(nmalloc, nfree, &nmalloc_big, &nfree_big, &nrealloc, &threads);
+
+    uint64_t class_slabs[XA_NCLASSES] = {0}, class_capacity[XA_NCLASSES] = {0};
+    uint64_t carved_bytes = 0, headers = 0;
+    unsigned narenas = xa_narenas;
+    if (narenas > XALLOC_STATS_MAX_ARENAS)
+        narenas = XALLOC_STATS_MAX_ARENAS;
+    out->arenas_count = narenas;
+    for (unsigned i = 0; i < xa_narenas; i++) {
+        xa_arena *a = __atomic_load_n(&xa_arenas[i], __ATOMIC_ACQUIRE);
+        struct xalloc_stats_arena *sa = i < narenas ? &out->arenas[i] : NULL;
+        if (!a) {
+            if (sa)
+                sa->node = xa_numa_active ? i % (unsigned)xa_numa_nodes : 0;
+            continue;
+        }
+        xa_lock_acquire(&a->lock);
+        uint64_t chunk_bytes = a->nchunks * XA_CHUNK_SIZE;
+        uint64_t mapped = chunk_bytes + a->huge_mapped;
+        uint64_t active = a->used_units * XA_UNIT_SIZE + a->huge_bytes;
+        uint64_t dirty = a->dirty_units * XA_UNIT_SIZE + a->huge_cache_bytes;
+        uint64_t retained = a->retained_units * XA_UNIT_SIZE;
+        uint64_t carved = 0;
+        for (unsigned c = 0; c < XA_NCLASSES; c++) {
+            class_slabs[c] += a->class_slabs[c];
+            class_capacity[c] += a->class_capacity[c];
+            carved += __atomic_load_n(&a->class_carved[c], __ATOMIC_RELAXED) * xa_classes[c].size;
+        }
+        uint64_t arena_allocated = a->large_bytes + a->huge_bytes;
+        if (sa) {
+            sa->node = a->node < 0 ? 0 : (uint64_t)a->node;
+            sa->threads = __atomic_load_n(&a->nthreads, __ATOMIC_RELAXED);
+            sa->allocated = arena_allocated; /* small blocks added below */
+            sa->active = active;
+            sa->mapped = mapped;
+            sa->dirty = dirty;
+            sa->retained = retained;
+            sa->huge_backed = xa_pages_thp ? chunk_bytes : 0;
+            sa->large_count = a->large_count;
+            sa->large_bytes = a->large_bytes;
+            sa->huge_count = a->huge_count;
+            sa->huge_bytes = a->huge_bytes;
+            sa->chunks = a->nchunks;
+            sa->purged = a->purged_bytes;
+        }
+        out->mapped += mapped;
+        out->active += active;
+        out->dirty += dirty;
+        out->retained += retained;
+        out->purged += a->purged_bytes;
+        out->npurge += a->npurge;
+        out->large_count += a->large_count;
+        out->large_bytes += a->large_bytes;
+        out->huge_count += a->huge_count;
+        out->huge_bytes += a->huge_bytes;
+        carved_bytes += xa_pages_thp ? chunk_bytes : carved + a->large_bytes;
+        headers += a->nchunks * XA_OS_PAGE;
+        xa_lock_release(&a->lock);
+    }
+
+    out->classes_count = XA_NCLASSES;
+    uint64_t small_allocated = 0, small_malloc = 0, small_free = 0;
+    for (unsigned c = 0; c < XA_NCLASSES; c++) {
+        struct xalloc_stats_class *sc = &out->classes[c];
+        uint64_t live = nmalloc[c] >= nfree[c] ? nmalloc[c] - nfree[c] : 0;
+        sc->size = xa_classes[c].size;
+        sc->live = live;
+        sc->slabs = class_slabs[c];
+        sc->capacity = class_capacity[c];
+        sc->nmalloc = nmalloc[c];
+        sc->nfree = nfree[c];
+        small_allocated += live * xa_classes[c].size;
+        small_malloc += nmalloc[c];
+        small_free += nfree[c];
+    }
+    xa_lock_release(&collect_lock);
+
+    out->allocated = small_allocated + out->large_bytes + out->huge_bytes;
+    out->requested = 0; /* not tracked per block: it would cost the fast path */
+    out->metadata = xa_meta_mapped();
+    out->mapped += out->metadata;
+    out->resident = carved_bytes + out->huge_bytes + headers + out->metadata;
+    if (out->resident > out->mapped)
+        out->resident = out->mapped;
+    out->nmalloc = small_malloc + nmalloc_big;
+    out->nfree = small_free + nfree_big;
+    out->nrealloc = nrealloc;
+    out->threads = threads;
+    out->narenas = xa_narenas;
+    out->nnodes = (uint64_t)xa_numa_nodes;
+    /* Per-arena small bytes are not split by arena (a class's blocks move
+     * between arenas' threads): the totals carry them. */
+}
