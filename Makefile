@@ -22,6 +22,12 @@ INSTALL ?= install
 
 CC ?= cc
 BUILD ?= build
+# Quiet rules unless V=1.
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
 DEBUG ?= 0
 WERROR ?= 1
 OPT ?= -O2
@@ -62,12 +68,14 @@ all: lib tools-all
 lib: $(LIB) $(BUILD)/libxalloc.so
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h src/*.def include/*.h) | $(BUILD)/obj
-	$(CC) $(LIB_CFLAGS) $(CFLAGS) -c $< -o $@
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(LIB_CFLAGS) $(CFLAGS) -c $< -o $@
 
 # Unit tests link an internal build in which the exported malloc names are
 # renamed (xa_test_malloc, ...), so Check and glibc keep their own malloc.
 $(BUILD)/obj-test/%.o: src/%.c $(wildcard src/*.h src/*.def include/*.h) | $(BUILD)/obj-test
-	$(CC) $(LIB_CFLAGS) $(CFLAGS) -DXA_TEST -c $< -o $@
+	@$(if $(Q),echo "  CC TEST $<")
+	$(Q)$(CC) $(LIB_CFLAGS) $(CFLAGS) -DXA_TEST -c $< -o $@
 
 $(BUILD)/obj $(BUILD)/obj-test $(BUILD):
 	mkdir -p $@
@@ -80,8 +88,8 @@ $(BUILD)/libxalloc.so: $(LIB)
 	ln -sf $(LIB_SONAME) $@
 
 $(TEST_LIB): $(TEST_OBJS)
-	rm -f $@
-	ar rcs $@ $(TEST_OBJS)
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $(TEST_OBJS)
 
 -include mk/*.mk
 

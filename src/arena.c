@@ -138,10 +138,8 @@ static void free_run_detach(xa_arena *a, xa_slab *s)
 {
     bin_remove(a, s);
     dirty_remove(a, s);
-    if (s->dirty)
-        a->dirty_units -= s->units;
-    else
-        a->retained_units -= s->units;
+    a->dirty_units -= s->dunits;
+    a->retained_units -= s->units - s->dunits;
 }
 
 static void set_first_of(xa_chunk *c, unsigned first, unsigned units)
@@ -151,24 +149,23 @@ static void set_first_of(xa_chunk *c, unsigned first, unsigned units)
 }
 
 static void free_run_init(xa_arena *a, xa_chunk *c, unsigned first, unsigned units,
-                          bool dirty, bool zeroed, uint64_t when)
+                          unsigned dunits, bool zeroed, uint64_t when)
 {
     xa_slab *s = &c->slabs[first];
     memset(s, 0, sizeof *s);
     s->kind = XA_RUN_FREE;
     s->first_unit = (uint8_t)first;
     s->units = (uint8_t)units;
-    s->dirty = dirty;
+    s->dunits = dunits;
+    s->dirty = dunits > 0;
     s->zeroed = zeroed;
     s->freed_ns = when;
     set_first_of(c, first, units);
     bin_insert(a, s);
-    if (dirty) {
-        a->dirty_units += units;
+    a->dirty_units += dunits;
+    a->retained_units += units - dunits;
+    if (dunits)
         dirty_append(a, s);
-    } else {
-        a->retained_units += units;
-    }
 }
 
 /* ---- chunks ---- */
@@ -196,13 +193,16 @@ static xa_chunk *chunk_new(xa_arena *a)
         a->chunks->prev = c;
     a->chunks = c;
     a->nchunks++;
-    free_run_init(a, c, 1, XA_LARGE_MAX_UNITS, false, true, 0);
+    free_run_init(a, c, 1, XA_LARGE_MAX_UNITS, 0, true, 0);
     return c;
 }
 
 static void chunk_release(xa_arena *a, xa_chunk *c)
 {
     xa_slab *s = &c->slabs[1];
+    /* Only pages that were in use count as purged; the rest of the chunk
+     * was never touched or was purged before. */
+    uint64_t resident = (uint64_t)s->dunits << XA_UNIT_SHIFT;
     free_run_detach(a, s);
     if (c->prev)
         c->prev->next = c->next;
@@ -211,7 +211,7 @@ static void chunk_release(xa_arena *a, xa_chunk *c)
     if (c->next)
         c->next->prev = c->prev;
     a->nchunks--;
-    a->purged_bytes += XA_CHUNK_SIZE;
+    a->purged_bytes += resident;
     a->npurge++;
     xa_chunkmap_set(c, XA_CHUNK_SIZE, NULL);
     xa_os_unmap(c, XA_CHUNK_SIZE);
@@ -231,12 +231,15 @@ static xa_slab *run_alloc(xa_arena *a, unsigned units)
     unsigned n = (unsigned)__builtin_ctz(mask);
     xa_slab *s = a->bin_head[n];
     xa_chunk *c = chunk_of(s);
-    bool dirty = s->dirty, zeroed = s->zeroed;
+    unsigned dunits = s->dunits;
+    bool zeroed = s->zeroed;
     uint64_t when = s->freed_ns;
     free_run_detach(a, s);
     unsigned first = s->first_unit;
     if (n > units)
-        free_run_init(a, c, first + units, n - units, dirty, zeroed, when);
+        /* Dirty units are taken first: the remainder keeps what is left. */
+        free_run_init(a, c, first + units, n - units, dunits > units ? dunits - units : 0,
+                      zeroed, when);
     memset(s, 0, sizeof *s);
     s->first_unit = (uint8_t)first;
     s->units = (uint8_t)units;
@@ -253,6 +256,14 @@ static void decay_run(xa_arena *a, uint64_t now, bool force, bool whole_chunks_o
 static void run_free(xa_arena *a, xa_chunk *c, xa_slab *s)
 {
     unsigned first = s->first_unit, units = s->units;
+    /* A block's pages count as touched; a slab's only as far as carved. */
+    unsigned dunits = units;
+    if (s->block_size) { /* a slab (large runs have no block size) */
+        size_t touched = (size_t)s->capacity * s->block_size;
+        dunits = (unsigned)((touched + XA_UNIT_SIZE - 1) >> XA_UNIT_SHIFT);
+        if (dunits > units)
+            dunits = units;
+    }
     c->used_units -= units;
     a->used_units -= units;
     uint64_t now = xa_os_now_ns();
@@ -261,6 +272,7 @@ static void run_free(xa_arena *a, xa_chunk *c, xa_slab *s)
         if (left->kind == XA_RUN_FREE) {
             free_run_detach(a, left);
             units += left->units;
+            dunits += left->dunits;
             first = left->first_unit;
         }
     }
@@ -270,9 +282,10 @@ static void run_free(xa_arena *a, xa_chunk *c, xa_slab *s)
         if (right->kind == XA_RUN_FREE) {
             free_run_detach(a, right);
             units += right->units;
+            dunits += right->dunits;
         }
     }
-    free_run_init(a, c, first, units, true, false, now);
+    free_run_init(a, c, first, units, dunits, false, now);
     if (xa_opt.decay_ms == 0)
         decay_run(a, now, true, xa_pages_thp);
 }
@@ -297,8 +310,10 @@ static size_t purge_free_run(xa_arena *a, xa_slab *s, bool whole_chunks_only)
     bin_remove(a, s);
     dirty_remove(a, s);
     bool zero = xa_pages_purge(xa_unit_addr(c, s->first_unit), bytes);
-    a->dirty_units -= s->units;
-    a->retained_units += s->units;
+    a->dirty_units -= s->dunits;
+    a->retained_units += s->dunits;
+    bytes = (size_t)s->dunits << XA_UNIT_SHIFT;
+    s->dunits = 0;
     s->dirty = 0;
     s->zeroed = zero;
     a->purged_bytes += bytes;
@@ -370,6 +385,7 @@ xa_slab *xa_arena_slab_new(xa_arena *a, unsigned cls, struct xa_heap *heap)
         s->kind = XA_RUN_SMALL;
         s->cls = (uint8_t)cls;
         s->block_size = ci->size;
+        s->div_magic = ci->div_magic;
         s->reserved = ci->blocks;
         s->start = xa_unit_addr(c, s->first_unit);
         s->heap = heap;
@@ -556,12 +572,14 @@ bool xa_arena_large_resize(xa_chunk *c, xa_slab *s, size_t new_size)
         xa_slab *right = &c->slabs[first + have];
         if (right->kind == XA_RUN_FREE && have + right->units >= want) {
             unsigned rfirst = right->first_unit, runits = right->units;
-            bool rdirty = right->dirty, rzero = right->zeroed;
+            unsigned rdunits = right->dunits;
+            bool rzero = right->zeroed;
             uint64_t when = right->freed_ns;
             free_run_detach(a, right);
             unsigned take = want - have;
             if (runits > take)
-                free_run_init(a, c, rfirst + take, runits - take, rdirty, rzero, when);
+                free_run_init(a, c, rfirst + take, runits - take,
+                              rdunits > take ? rdunits - take : 0, rzero, when);
             set_first_of(c, first, want);
             s->units = (uint8_t)want;
             c->used_units += take;

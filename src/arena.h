@@ -14,7 +14,8 @@
 #define XA_MAX_ARENAS 1024
 #define XA_LARGE_MAX_UNITS (XA_UNITS_PER_CHUNK - 1)
 #define XA_LARGE_MAX ((size_t)XA_LARGE_MAX_UNITS * XA_UNIT_SIZE)
-#define XA_HUGE_HEADER ((size_t)XA_OS_PAGE)
+/* Huge blocks start after the chunk header, rounded to whole pages. */
+#define XA_HUGE_HEADER XA_ALIGN_UP(sizeof(xa_chunk), XA_OS_PAGE)
 
 typedef struct xa_arena {
     xa_lock lock;
@@ -37,6 +38,10 @@ typedef struct xa_arena {
     uint64_t large_count, large_bytes, huge_count, huge_bytes;
     uint64_t class_slabs[XA_NCLASSES], class_capacity[XA_NCLASSES];
     uint64_t class_carved[XA_NCLASSES];
+    /* Allocation counts of blocks of this arena: those of exited heaps
+     * (under the heap-list lock) and frees by other threads (atomic). */
+    uint64_t dead_nmalloc[XA_NCLASSES], dead_nfree[XA_NCLASSES];
+    uint64_t remote_nfree[XA_NCLASSES];
 } xa_arena;
 
 extern unsigned xa_narenas;

@@ -41,7 +41,7 @@ struct xa_heap;
 struct xa_arena;
 
 typedef struct xa_slab {
-    /* ---- hot: the owner's fast path ---- */
+    /* ---- hot: the owner's fast path (first cache line) ---- */
     uintptr_t free;           /* first free block (plain pointer), 0 = none */
     uint32_t used;            /* blocks out, incl. remote frees not collected */
     uint8_t in_full;          /* in the owner's full list */
@@ -49,21 +49,27 @@ typedef struct xa_slab {
     uint8_t cls;              /* size class (small) */
     uint8_t units;            /* run length in units */
     struct xa_heap *heap;     /* owner; NULL when none */
+    char *start;              /* first block */
+    uint64_t div_magic;       /* ceil(2^64 / block_size): interior-pointer test */
     _Atomic uintptr_t thread_free; /* remote-freed blocks | enum xa_tf_state */
     /* ---- warm: slow paths ---- */
     uint32_t capacity;        /* blocks carved so far */
     uint32_t reserved;        /* blocks the slab holds */
     uint32_t block_size;
     uint8_t first_unit;
-    uint8_t dirty;            /* free run: pages touched since last purge */
+    uint8_t dirty;            /* free run: dunits > 0 */
     uint8_t zeroed;           /* free/large run: known to read as zero */
     uint8_t in_dirty_list;
-    char *start;              /* first block */
     struct xa_slab *next, *prev;   /* heap class list, full list, bins */
     struct xa_slab *dnext, *dprev; /* arena dirty FIFO (free runs) */
     uint64_t freed_ns;        /* free run: when it became free */
     size_t large_size;        /* large: requested bytes */
+    uint32_t dunits;          /* free run: units touched since last purge */
+    uint32_t pad32;
+    uint64_t pad[1];          /* 128 bytes: descriptors indexed by shift */
 } xa_slab;
+
+_Static_assert(sizeof(xa_slab) == 128, "slab descriptor is 128 bytes");
 
 #define XA_CHUNK_MAGIC 0x78616c6c6f63ULL /* "xalloc" */
 

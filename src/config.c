@@ -1188,6 +1188,8 @@ XA_EXPORT int xalloc_config_get(const char *name, char *value, size_t value_len,
     return 0;
 }
 
+void (*xa_config_on_change)(void);
+
 XA_EXPORT int xalloc_config_set(const char *key_value, char *msg, size_t msg_len)
 {
     char none;
@@ -1215,5 +1217,10 @@ XA_EXPORT int xalloc_config_set(const char *key_value, char *msg, size_t msg_len
         __atomic_store_n(&opt_line[i], 0, __ATOMIC_RELAXED);
         __atomic_store_n(&opt_src[i], SRC_RUNTIME, __ATOMIC_RELAXED);
     }
+    /* Let the core act on the change now (start the background thread,
+     * re-time decay) rather than at its next slow path. */
+    void (*hook)(void) = __atomic_load_n(&xa_config_on_change, __ATOMIC_ACQUIRE);
+    if (hook)
+        hook();
     return 0;
 }

@@ -93,4 +93,8 @@ void xa_config_set_message_hook(void (*hook)(const char *line, size_t len));
  * option (what verbose:true prints at start). */
 void xa_config_dump(void);
 
+/* Called after xalloc_config_set() changed options (set by init.c), so a
+ * run-time change takes effect at once. */
+extern void (*xa_config_on_change)(void);
+
 #endif /* XA_CONFIG_H */

@@ -12,6 +12,7 @@
 #include "meta.h"
 #include "os.h"
 #include "stats.h"
+#include "background.h"
 
 xa_slab xa_slab_empty;
 /* The heap of a thread that has not allocated yet: every class points to
@@ -27,9 +28,7 @@ static xa_heap *heaps_live, *heaps_free;
 static uint64_t heaps_count;
 /* Counters of heaps that have exited, and of frees by threads that never
  * had a heap. */
-static uint64_t dead_nmalloc[XA_NCLASSES], dead_nfree[XA_NCLASSES];
 static uint64_t dead_nmalloc_big, dead_nfree_big, dead_nrealloc;
-static uint64_t orphan_nfree[XA_NCLASSES];
 static uint64_t next_global_decay_ns;
 
 static inline xa_chunk *chunk_of(const void *p)
@@ -38,6 +37,8 @@ static inline xa_chunk *chunk_of(const void *p)
 }
 
 static inline uintptr_t enc(uintptr_t p) { return p ^ xa_heap_secret; }
+
+static bool large_cache_flush(xa_heap *h, uint64_t now, bool force);
 
 /* ---- class lists ---- */
 
@@ -196,6 +197,14 @@ static void drain_delayed(xa_heap *h)
 void xa_heap_upkeep(xa_heap *h)
 {
     uint64_t now = xa_os_now_ns();
+    if (__atomic_load_n(&xa_opt.background_thread, __ATOMIC_RELAXED)) {
+        if (!__atomic_load_n(&xa_background_running, __ATOMIC_ACQUIRE))
+            xa_background_update();
+        xa_stats_tick(now);
+        return;
+    }
+    if (__atomic_load_n(&h->large_cached_bytes, __ATOMIC_RELAXED))
+        large_cache_flush(h, now, false);
     xa_arena_maybe_decay(h->arena, now);
     /* Arenas without active threads still decay: one thread in a while
      * sweeps them all (cheap when nothing is due). */
@@ -272,7 +281,7 @@ void xa_heap_free_local_slow(xa_heap *h, xa_slab *s)
 {
     if (s->in_full)
         unfull(h, s);
-    if (s->used == 0 && s != h->cur[s->cls]) {
+    if (s->used == 0 && (s != h->cur[s->cls] || h->no_keep)) {
         /* Empty and not current: back to the arena, where it coalesces
          * and, once decayed, is returned to the OS. */
         avail_remove(h, s);
@@ -282,10 +291,10 @@ void xa_heap_free_local_slow(xa_heap *h, xa_slab *s)
 
 void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
 {
-    if (h != &xa_heap_empty)
-        h->nfree[s->cls]++;
-    else
-        __atomic_fetch_add(&orphan_nfree[s->cls], 1, __ATOMIC_RELAXED);
+    /* Counted against the block's arena, so per-arena live bytes stay
+     * exact whichever thread frees. */
+    (void)h;
+    __atomic_fetch_add(&chunk_of(b)->arena->remote_nfree[s->cls], 1, __ATOMIC_RELAXED);
     uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
     for (;;) {
         if ((old & XA_TF_MASK) == XA_TF_NOTIFY) {
@@ -320,6 +329,98 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
     }
 }
 
+/* ---- large-block cache ---- */
+
+void *xa_heap_large_cache_take(xa_heap *h, unsigned units)
+{
+    for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
+        uintptr_t p = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
+        if (!p)
+            continue;
+        xa_chunk *c = chunk_of((void *)p);
+        xa_slab *s = &c->slabs[c->first_of[(p - (uintptr_t)c) >> XA_UNIT_SHIFT]];
+        if (s->units != units)
+            continue;
+        if (atomic_exchange_explicit(&h->large_cache[i], 0, memory_order_acquire) != p)
+            continue; /* the background thread took it meanwhile */
+        s->in_full = 0;
+        __atomic_fetch_sub(&h->large_cached_bytes, (uint64_t)units << XA_UNIT_SHIFT,
+                           __ATOMIC_RELAXED);
+        return (void *)p;
+    }
+    return NULL;
+}
+
+bool xa_heap_large_cache_put(xa_heap *h, xa_chunk *c, xa_slab *s)
+{
+    size_t bytes = (size_t)s->units << XA_UNIT_SHIFT;
+    if (h->no_keep || c->arena != h->arena || bytes > xa_opt.tcache_max || __atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) == 0)
+        return false;
+    uintptr_t p = (uintptr_t)xa_unit_addr(c, s->first_unit);
+    for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
+        uintptr_t expected = 0;
+        if (atomic_load_explicit(&h->large_cache[i], memory_order_relaxed))
+            continue;
+        s->in_full = 1; /* marks a parked block: a second free is reported */
+        s->freed_ns = xa_os_now_ns();
+        if (atomic_compare_exchange_strong_explicit(&h->large_cache[i], &expected, p,
+                                                    memory_order_release,
+                                                    memory_order_relaxed)) {
+            __atomic_fetch_add(&h->large_cached_bytes, bytes, __ATOMIC_RELAXED);
+            return true;
+        }
+        s->in_full = 0;
+    }
+    return false;
+}
+
+/* Returns parked blocks older than decay_ms (all with force) to their
+ * arenas. Safe from any thread: each slot is claimed by exchange. Returns
+ * true when blocks remain parked. */
+static bool large_cache_flush(xa_heap *h, uint64_t now, bool force)
+{
+    bool left = false;
+    uint64_t decay_ns = (uint64_t)__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) * 1000000u;
+    for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
+        uintptr_t p = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
+        if (!p)
+            continue;
+        xa_chunk *c = chunk_of((void *)p);
+        xa_slab *s = &c->slabs[c->first_of[(p - (uintptr_t)c) >> XA_UNIT_SHIFT]];
+        if (!force && now - __atomic_load_n(&s->freed_ns, __ATOMIC_RELAXED) < decay_ns) {
+            left = true;
+            continue;
+        }
+        if (atomic_exchange_explicit(&h->large_cache[i], 0, memory_order_acquire) != p)
+            continue;
+        __atomic_fetch_sub(&h->large_cached_bytes, (uint64_t)s->units << XA_UNIT_SHIFT,
+                           __ATOMIC_RELAXED);
+        s->in_full = 0;
+        xa_arena_large_free(c, s);
+    }
+    return left;
+}
+
+bool xa_heaps_decay_caches(uint64_t now)
+{
+    bool left = false;
+    xa_lock_acquire(&heaps_lock);
+    for (xa_heap *h = heaps_live; h; h = h->next_all)
+        if (__atomic_load_n(&h->large_cached_bytes, __ATOMIC_RELAXED))
+            left |= large_cache_flush(h, now, false);
+    xa_lock_release(&heaps_lock);
+    return left;
+}
+
+void xa_heaps_flush_caches(void)
+{
+    xa_lock_acquire(&heaps_lock);
+    for (xa_heap *h = heaps_live; h; h = h->next_all)
+        if (__atomic_load_n(&h->large_cached_bytes, __ATOMIC_RELAXED))
+            large_cache_flush(h, 0, true);
+    xa_lock_release(&heaps_lock);
+}
+
 /* ---- lifecycle ---- */
 
 xa_heap *xa_heap_create(xa_arena *arena)
@@ -340,6 +441,7 @@ xa_heap *xa_heap_create(xa_arena *arena)
         h->cur[c] = &xa_slab_empty;
     h->arena = arena;
     h->tid = (int)xa_os_gettid();
+    h->no_keep = !xa_opt.tcache;
     __atomic_fetch_add(&arena->nthreads, 1, __ATOMIC_RELAXED);
     xa_lock_acquire(&heaps_lock);
     h->prev_all = NULL;
@@ -391,6 +493,7 @@ void xa_heap_thread_exit(xa_heap *h)
     for (xa_slab *s = h->full; s; s = s->next)
         set_never_notify(s);
     drain_delayed(h);
+    large_cache_flush(h, 0, true);
     for (unsigned c = 0; c < XA_NCLASSES; c++) {
         for (xa_slab *s = h->avail[c]; s;) {
             xa_slab *next = s->next;
@@ -409,8 +512,8 @@ void xa_heap_thread_exit(xa_heap *h)
     __atomic_fetch_sub(&h->arena->nthreads, 1, __ATOMIC_RELAXED);
     xa_lock_acquire(&heaps_lock);
     for (unsigned c = 0; c < XA_NCLASSES; c++) {
-        dead_nmalloc[c] += h->nmalloc[c];
-        dead_nfree[c] += h->nfree[c];
+        h->arena->dead_nmalloc[c] += h->nmalloc[c];
+        h->arena->dead_nfree[c] += h->nfree[c];
     }
     dead_nmalloc_big += h->nmalloc_big;
     dead_nfree_big += h->nfree_big;
@@ -430,6 +533,7 @@ void xa_heap_thread_exit(xa_heap *h)
 void xa_heap_collect(xa_heap *h)
 {
     drain_delayed(h);
+    large_cache_flush(h, 0, true);
     for (unsigned c = 0; c < XA_NCLASSES; c++) {
         for (xa_slab *s = h->avail[c]; s;) {
             xa_slab *next = s->next;
@@ -443,24 +547,45 @@ void xa_heap_collect(xa_heap *h)
     }
 }
 
-void xa_heaps_sum(uint64_t *nmalloc, uint64_t *nfree, uint64_t *nmalloc_big,
-                  uint64_t *nfree_big, uint64_t *nrealloc, uint64_t *threads)
+void xa_heaps_sum(uint64_t *nmalloc, uint64_t *nfree, int64_t *arena_small_bytes,
+                  uint64_t *nmalloc_big, uint64_t *nfree_big, uint64_t *nrealloc,
+                  uint64_t *threads, uint64_t *large_cached)
 {
+    uint64_t cached = 0;
     xa_lock_acquire(&heaps_lock);
     uint64_t big_m = dead_nmalloc_big, big_f = dead_nfree_big, re = dead_nrealloc;
-    for (unsigned c = 0; c < XA_NCLASSES; c++) {
-        nmalloc[c] = dead_nmalloc[c];
-        nfree[c] = dead_nfree[c] + __atomic_load_n(&orphan_nfree[c], __ATOMIC_RELAXED);
+    for (unsigned c = 0; c < XA_NCLASSES; c++)
+        nmalloc[c] = nfree[c] = 0;
+    for (unsigned i = 0; i < xa_narenas; i++) {
+        arena_small_bytes[i] = 0;
+        xa_arena *a = __atomic_load_n(&xa_arenas[i], __ATOMIC_ACQUIRE);
+        if (!a)
+            continue;
+        for (unsigned c = 0; c < XA_NCLASSES; c++) {
+            uint64_t m = a->dead_nmalloc[c];
+            uint64_t f = a->dead_nfree[c] + __atomic_load_n(&a->remote_nfree[c], __ATOMIC_RELAXED);
+            nmalloc[c] += m;
+            nfree[c] += f;
+            arena_small_bytes[i] += (int64_t)(m - f) * (int64_t)xa_classes[c].size;
+        }
     }
     for (xa_heap *h = heaps_live; h; h = h->next_all) {
         for (unsigned c = 0; c < XA_NCLASSES; c++) {
-            nmalloc[c] += __atomic_load_n(&h->nmalloc[c], __ATOMIC_RELAXED);
-            nfree[c] += __atomic_load_n(&h->nfree[c], __ATOMIC_RELAXED);
+            uint64_t m = __atomic_load_n(&h->nmalloc[c], __ATOMIC_RELAXED);
+            uint64_t f = __atomic_load_n(&h->nfree[c], __ATOMIC_RELAXED);
+            nmalloc[c] += m;
+            nfree[c] += f;
+            arena_small_bytes[h->arena->index] += (int64_t)(m - f) * (int64_t)xa_classes[c].size;
         }
         big_m += __atomic_load_n(&h->nmalloc_big, __ATOMIC_RELAXED);
         big_f += __atomic_load_n(&h->nfree_big, __ATOMIC_RELAXED);
         re += __atomic_load_n(&h->nrealloc, __ATOMIC_RELAXED);
+        uint64_t parked = __atomic_load_n(&h->large_cached_bytes, __ATOMIC_RELAXED);
+        cached += parked;
+        /* Parked large blocks are free memory of the heap's own arena. */
+        arena_small_bytes[h->arena->index] -= (int64_t)parked;
     }
+    *large_cached = cached;
     *nmalloc_big = big_m;
     *nfree_big = big_f;
     *nrealloc = re;

@@ -13,6 +13,8 @@
 #include "chunkmap.h"
 #include "sizeclass.h"
 
+#define XA_LARGE_CACHE_SLOTS 4
+
 typedef struct xa_heap {
     /* ---- hot ---- */
     xa_slab *cur[XA_NCLASSES];     /* current slab per class, never NULL */
@@ -27,6 +29,11 @@ typedef struct xa_heap {
     uint64_t nmalloc_big, nfree_big, nrealloc, requested_big;
     uint32_t slow_count;
     int tid;
+    bool no_keep;                  /* tcache:off: empty slabs go back at once */
+    /* Freed large blocks kept for reuse (tcache); slots are taken with an
+     * atomic exchange so the background thread can reclaim idle ones. */
+    _Atomic uintptr_t large_cache[XA_LARGE_CACHE_SLOTS];
+    uint64_t large_cached_bytes;   /* atomic: bytes parked in the slots */
 } xa_heap;
 
 extern xa_heap xa_heap_empty;
@@ -49,9 +56,19 @@ void xa_heap_thread_exit(xa_heap *h);
 void xa_heap_collect(xa_heap *h);
 /* Runs time-based upkeep (decay, statistics) now if due. */
 void xa_heap_upkeep(xa_heap *h);
-/* Counters of every heap, live and dead, summed per class. */
-void xa_heaps_sum(uint64_t *nmalloc, uint64_t *nfree, uint64_t *nmalloc_big,
-                  uint64_t *nfree_big, uint64_t *nrealloc, uint64_t *threads);
+/* Counters of every heap, live and exited, per class and as small-block
+ * bytes per arena (arena_small_bytes has xa_narenas entries). */
+void xa_heaps_sum(uint64_t *nmalloc, uint64_t *nfree, int64_t *arena_small_bytes,
+                  uint64_t *nmalloc_big, uint64_t *nfree_big, uint64_t *nrealloc,
+                  uint64_t *threads, uint64_t *large_cached);
+/* Large-block cache: take a cached block of exactly units units, or park
+ * a freed one. Both return false when they cannot. */
+void *xa_heap_large_cache_take(xa_heap *h, unsigned units);
+bool xa_heap_large_cache_put(xa_heap *h, xa_chunk *c, xa_slab *s);
+/* Returns to their arenas the cached large blocks of every heap that have
+ * waited decay_ms (all of them when force). Returns true if any remain. */
+bool xa_heaps_decay_caches(uint64_t now);
+void xa_heaps_flush_caches(void);
 xa_heap *xa_heap_create(xa_arena *arena);
 void xa_heaps_fork_prepare(void);
 void xa_heaps_fork_parent(void);
@@ -81,20 +98,36 @@ XA_FAST_PATH void *xa_heap_malloc_small(xa_heap *h, size_t size)
     return b;
 }
 
-/* Pushes b onto its slab's free list; the caller owns the slab. */
-XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
+/* True when p is at a block boundary of s (p inside the slab's units). */
+XA_FAST_PATH bool xa_slab_is_block(const xa_slab *s, const void *p)
+{
+    uint64_t rel = (uint32_t)((uintptr_t)p - (uintptr_t)s->start);
+    return rel * s->div_magic <= s->div_magic - 1;
+}
+
+/* True when b's link field could be a free-list link of s: a block already
+ * on a free list links into its own slab or to nothing. Live blocks have
+ * the field cleared at malloc, so only a double free (or user data that
+ * happens to decode into the slab) needs the slow scan. */
+XA_FAST_PATH bool xa_slab_link_suspect(const xa_slab *s, const xa_block *b)
 {
     uintptr_t link = b->next ^ xa_heap_secret;
-    /* A block already on a free list links to its own slab or to nothing:
-     * only then is the (slow) double-free scan needed. */
-    if (xa_unlikely(link - (uintptr_t)s->start < ((size_t)s->units << XA_UNIT_SHIFT) ||
-                    link == 0))
-        xa_heap_double_free_check(s, b);
+    return link - (uintptr_t)s->start < ((size_t)s->units << XA_UNIT_SHIFT) || link == 0;
+}
+
+/* Pushes b onto its slab's free list; the caller owns the slab and has
+ * checked the block (xa_slab_is_block, xa_slab_link_suspect). */
+XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
+{
     b->next = s->free ^ xa_heap_secret;
     s->free = (uintptr_t)b;
     h->nfree[s->cls]++;
-    if (xa_unlikely(--s->used == 0 || s->in_full))
+    if (xa_unlikely(--s->used == 0)) {
+        if (s != h->cur[s->cls] || h->no_keep)
+            xa_heap_free_local_slow(h, s);
+    } else if (xa_unlikely(s->in_full)) {
         xa_heap_free_local_slow(h, s);
+    }
 }
 
 #endif /* XA_HEAP_H */

@@ -14,6 +14,7 @@
 #include "os.h"
 #include "pages.h"
 #include "stats.h"
+#include "background.h"
 
 bool xa_ready;
 static int init_state; /* 0 none, 1 running, 2 done */
@@ -105,6 +106,7 @@ static void fork_child(void)
     xa_arenas_fork_child();
     xa_heaps_fork_child();
     xa_lock_reset(&init_lock);
+    xa_background_fork_child();
     xa_stats_fork_child();
 }
 
@@ -112,6 +114,8 @@ static void fork_child(void)
 static void post_init(void)
 {
     pthread_atfork(fork_prepare, fork_parent, fork_child);
+    __atomic_store_n(&xa_config_on_change, xa_background_update, __ATOMIC_RELEASE);
+    xa_background_update();
     xa_stats_boot();
 }
 

@@ -79,9 +79,17 @@ static void *malloc_big(size_t size, size_t align, bool zero)
     if (size > (size_t)PTRDIFF_MAX)
         return enomem();
     void *p;
-    if (size <= XA_LARGE_MAX && align <= XA_UNIT_SIZE)
+    if (size <= XA_LARGE_MAX && align <= XA_UNIT_SIZE) {
+        unsigned units = (unsigned)((size + XA_UNIT_SIZE - 1) >> XA_UNIT_SHIFT);
+        p = xa_heap_large_cache_take(h, units);
+        if (p) {
+            if (zero)
+                memset(p, 0, size);
+            h->nmalloc_big++;
+            return p;
+        }
         p = xa_arena_large_alloc(h->arena, size, zero);
-    else
+    } else
         p = xa_huge_alloc(h->arena, size, align, zero);
     if (!p)
         return enomem();
@@ -145,7 +153,7 @@ static size_t block_usable(const char *fn, xa_chunk *c, void *p)
             break;
         }
         case XA_RUN_LARGE:
-            if (p == xa_unit_addr(c, s->first_unit))
+            if (p == xa_unit_addr(c, s->first_unit) && !s->in_full)
                 return (size_t)s->units << XA_UNIT_SHIFT;
             break;
         case XA_RUN_HUGE:
@@ -169,15 +177,23 @@ static XA_NOINLINE void free_slow(xa_chunk *c, void *p)
     xa_slab *s = off < XA_CHUNK_SIZE ? &c->slabs[c->first_of[off >> XA_UNIT_SHIFT]] : &c->slabs[0];
     switch (s->kind) {
     case XA_RUN_SMALL:
-        if (junk)
-            memset((char *)p + sizeof(xa_block), 0x5a, s->block_size - sizeof(xa_block));
-        if (s->heap == h)
+        if (s->heap == h) {
+            if (xa_slab_link_suspect(s, p))
+                xa_heap_double_free_check(s, p);
+            if (junk)
+                memset((char *)p + sizeof(xa_block), 0x5a, s->block_size - sizeof(xa_block));
             xa_heap_free_owned(h, s, p);
-        else
+        } else {
+            if (junk)
+                memset((char *)p + sizeof(xa_block), 0x5a, s->block_size - sizeof(xa_block));
             xa_heap_free_remote(h, s, p);
+        }
         return;
     case XA_RUN_LARGE:
-        xa_arena_large_free(c, s);
+        if (s->in_full)
+            xa_fatal("free(): double free of %p (large block)", p);
+        if (h == &xa_heap_empty || !xa_heap_large_cache_put(h, c, s))
+            xa_arena_large_free(c, s);
         break;
     default:
         xa_huge_free(c);
@@ -209,10 +225,11 @@ XA_FAST_PATH void free_inline(void *p)
     if (xa_likely(off < XA_CHUNK_SIZE)) {
         xa_slab *s = &c->slabs[c->first_of[off >> XA_UNIT_SHIFT]];
         xa_heap *h = xa_tls_heap;
-        /* Owner and junk off: the thread-local push. An interior pointer
-         * fails the divisibility test and is reported by free_slow. */
-        if (xa_likely(s->heap == h && !junk &&
-                      xa_class_divides(s->cls, (uint32_t)((uintptr_t)p - (uintptr_t)s->start)))) {
+        /* The owner's push, when the pointer is a block boundary and not a
+         * suspected double free; everything else is sorted out (and
+         * reported) by free_slow. */
+        if (xa_likely(s->heap == h && !junk && xa_slab_is_block(s, p) &&
+                      !xa_slab_link_suspect(s, p))) {
             xa_heap_free_owned(h, s, p);
             return;
         }
@@ -414,6 +431,7 @@ XA_API size_t xalloc_purge(void)
     xa_heap *h = xa_tls_heap;
     if (h != &xa_heap_empty)
         xa_heap_collect(h);
+    xa_heaps_flush_caches();
     size_t total = 0;
     for (unsigned i = 0; i < xa_narenas; i++) {
         xa_arena *a = __atomic_load_n(&xa_arenas[i], __ATOMIC_ACQUIRE);

@@ -102,6 +102,11 @@ const char *xa_os_exe_name(char *buf, size_t len)
         return buf;
     }
     path[n] = 0;
+    /* A deleted executable reads "prog (deleted)": keep the real name. */
+    static const char deleted[] = " (deleted)";
+    size_t dl = sizeof deleted - 1;
+    if ((size_t)n > dl && strcmp(path + n - dl, deleted) == 0)
+        path[n - dl] = 0;
     const char *base = path;
     for (const char *p = path; *p; p++)
         if (*p == '/')
@@ -124,7 +129,8 @@ static int open_flags(const char *path, int flags, unsigned mode)
 
 int xa_os_open_read(const char *path)
 {
-    return open_flags(path, O_RDONLY, 0);
+    /* O_NONBLOCK: a FIFO named as a config file must not hang start-up. */
+    return open_flags(path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
 }
 
 int xa_os_open_create_excl(const char *path, unsigned mode)

@@ -36,6 +36,9 @@
     STATS_STR(XALLOC_VERSION_MAJOR)                                            \
     "." STATS_STR(XALLOC_VERSION_MINOR) "." STATS_STR(XALLOC_VERSION_PATCH)
 
+/* Longest sleep of the serving thread between checks of the interval. */
+#define STATS_MAX_SLEEP_NS 250000000u
+
 enum stats_mode {
     STATS_OFF = 0,    /* before boot, or stats:off */
     STATS_BOOTED = 1, /* file not made yet (first tick pending) */
@@ -118,6 +121,28 @@ static uint64_t self_start_ticks(void)
     while (*p >= '0' && *p <= '9')
         v = v * 10 + (uint64_t)(*p++ - '0');
     return v;
+}
+
+/* The name ps and pidof show (/proc/self/comm: the name the program was
+ * started as, so "redis-server" rather than the "redis-check-rdb" its
+ * symlink points to); the executable's name if comm is unreadable. */
+static const char *program_name(char *buf, size_t len)
+{
+    char comm[32];
+    int fd = xa_os_open_read("/proc/self/comm");
+    ssize_t n = fd >= 0 ? xa_os_read(fd, comm, sizeof comm - 1) : -1;
+    if (fd >= 0)
+        xa_os_close(fd);
+    xa_os_exe_name(buf, len);
+    while (n > 0 && (comm[n - 1] == '\n' || comm[n - 1] == '\0'))
+        n--;
+    /* comm is cut at 15 bytes: keep the executable's full name when comm
+     * is just its prefix. */
+    if (n > 0 && !(n == 15 && xa_strncmp(buf, comm, 15) == 0)) {
+        comm[n] = '\0';
+        xa_strlcpy(buf, comm, len);
+    }
+    return buf;
 }
 
 static void *map_scratch(size_t size)
@@ -228,7 +253,7 @@ static bool open_file(uint64_t now)
     h->pidns_ino = xa_os_stats_pidns_ino();
     h->start_ticks = self_start_ticks();
     h->start_mono_ns = now;
-    xa_os_exe_name(h->program, sizeof h->program);
+    program_name(h->program, sizeof h->program);
     xa_strlcpy(h->library_version, STATS_LIB_VERSION, sizeof h->library_version);
     /* Magic last: a reader that sees it sees a complete header. */
     __atomic_store_n(&h->magic, XALLOC_STATS_FILE_MAGIC, __ATOMIC_RELEASE);
@@ -327,8 +352,15 @@ static void *stats_thread(void *arg)
             break;
         struct xalloc_stats_file_request *r = &h->request;
         uint32_t seq = __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE);
-        if (seq == __atomic_load_n(&r->ack_seq, __ATOMIC_ACQUIRE))
-            (void)xa_os_stats_futex_wait(&r->seq, seq, interval_ns());
+        /* Requests wake the futex at once. The timeout is capped so that
+         * a shorter stats_interval_ms set from inside the program (which
+         * does not wake us) takes effect within a quarter second. */
+        uint64_t now = xa_os_now_ns();
+        uint64_t due = __atomic_load_n(&st.next_due, __ATOMIC_RELAXED);
+        uint64_t wait = due > now ? due - now : 0;
+        wait = XA_MIN(wait, XA_MIN(interval_ns(), STATS_MAX_SLEEP_NS));
+        if (wait && seq == __atomic_load_n(&r->ack_seq, __ATOMIC_ACQUIRE))
+            (void)xa_os_stats_futex_wait(&r->seq, seq, wait);
         if (!busy_try()) {
             /* A tick is publishing; it takes microseconds. */
             xa_os_sleep_ns(1000000);
@@ -338,8 +370,11 @@ static void *stats_thread(void *arg)
             busy_release();
             break;
         }
-        if (!serve_request())
-            publish(xa_os_now_ns());
+        now = xa_os_now_ns();
+        /* Due: the deadline passed, or the interval shrank below it. */
+        due = __atomic_load_n(&st.next_due, __ATOMIC_RELAXED);
+        if (!serve_request() && (now >= due || due - now > interval_ns()))
+            publish(now);
         busy_release();
     }
     __atomic_store_n(&st.thread_running, 0, __ATOMIC_RELEASE);
@@ -485,7 +520,7 @@ XA_EXPORT void xalloc_stats_print(void (*write)(void *arg, const char *line), vo
     char program[64];
     struct xa_report_info info = {
         .pid = (long)xa_os_getpid(),
-        .program = xa_os_exe_name(program, sizeof program),
+        .program = program_name(program, sizeof program),
         .library_version = STATS_LIB_VERSION,
         .age_ns = UINT64_MAX,
         .config = sc->config,

@@ -15,6 +15,7 @@
 void xa_stats_collect(struct xalloc_stats *out)
 {
     static uint64_t nmalloc[XA_NCLASSES], nfree[XA_NCLASSES];
+    static int64_t arena_small[XA_MAX_ARENAS];
     static xa_lock collect_lock = XA_LOCK_INIT(XA_RANK_INIT);
     memset(out, 0, sizeof *out);
     out->size = sizeof *out;
@@ -23,8 +24,9 @@ void xa_stats_collect(struct xalloc_stats *out)
     out->timestamp_ns = xa_os_now_ns();
 
     xa_lock_acquire(&collect_lock); /* guards the static scratch arrays */
-    uint64_t nmalloc_big, nfree_big, nrealloc, threads;
-    xa_heaps_sum(nmalloc, nfree, &nmalloc_big, &nfree_big, &nrealloc, &threads);
+    uint64_t nmalloc_big, nfree_big, nrealloc, threads, large_cached;
+    xa_heaps_sum(nmalloc, nfree, arena_small, &nmalloc_big, &nfree_big, &nrealloc, &threads,
+                 &large_cached);
 
     uint64_t class_slabs[XA_NCLASSES] = {0}, class_capacity[XA_NCLASSES] = {0};
     uint64_t carved_bytes = 0, headers = 0;
@@ -56,7 +58,7 @@ void xa_stats_collect(struct xalloc_stats *out)
         if (sa) {
             sa->node = a->node < 0 ? 0 : (uint64_t)a->node;
             sa->threads = __atomic_load_n(&a->nthreads, __ATOMIC_RELAXED);
-            sa->allocated = arena_allocated; /* small blocks added below */
+            sa->allocated = arena_allocated + (arena_small[i] > 0 ? (uint64_t)arena_small[i] : 0);
             sa->active = active;
             sa->mapped = mapped;
             sa->dirty = dirty;
@@ -101,6 +103,11 @@ void xa_stats_collect(struct xalloc_stats *out)
     }
     xa_lock_release(&collect_lock);
 
+    /* Large blocks parked in thread caches are free memory, still resident. */
+    if (large_cached > out->large_bytes)
+        large_cached = out->large_bytes;
+    out->large_bytes -= large_cached;
+    out->dirty += large_cached;
     out->allocated = small_allocated + out->large_bytes + out->huge_bytes;
     out->requested = 0; /* not tracked per block: it would cost the fast path */
     out->metadata = xa_meta_mapped();
@@ -114,6 +121,4 @@ void xa_stats_collect(struct xalloc_stats *out)
     out->threads = threads;
     out->narenas = xa_narenas;
     out->nnodes = (uint64_t)xa_numa_nodes;
-    /* Per-arena small bytes are not split by arena (a class's blocks move
-     * between arenas' threads): the totals carry them. */
 }

@@ -1,0 +1,88 @@
+# mk/stats.mk: live statistics (issue 6): the xalloc-stat tool, its man
+# page, and the statistics tests (tests/stats/).
+#
+# xalloc-stat compiles src/stats_report.c (the library's report emitter)
+# and nothing else of src/: it reads other processes' statistics files
+# through the ABI headers only.
+# CI packages: check (libcheck), jq, redis-server, redis-tools, util-linux.
+
+STAT_TOOL := $(BUILD)/xalloc-stat
+STAT_TOOL_SRCS := tools/xalloc-stat/main.c tools/xalloc-stat/statfile.c src/stats_report.c
+STAT_TOOL_HDRS := tools/xalloc-stat/statfile.h src/stats_report.h include/xalloc_stats.h \
+        include/xalloc_stats_file.h include/xalloc.h
+STAT_CFLAGS := -std=gnu11 $(OPT) -g $(WARN) -Iinclude -Isrc -Itools/xalloc-stat
+
+TOOLS_TARGETS += $(STAT_TOOL)
+
+$(STAT_TOOL): $(STAT_TOOL_SRCS) $(STAT_TOOL_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(STAT_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(STAT_TOOL_SRCS)
+
+## xalloc-stat: build the live statistics tool (build/xalloc-stat)
+.PHONY: xalloc-stat
+xalloc-stat: $(STAT_TOOL)
+
+# ---- tests ----
+
+STATS_TEST_DIR := $(BUILD)/tests/stats
+STATS_TEST_CFLAGS := -std=gnu11 -O1 -g $(WARN) -Iinclude -Isrc -Itools/xalloc-stat -pthread
+
+# Emitter and file reader/writer protocol, on synthetic statistics: no
+# allocator involved.
+$(STATS_TEST_DIR)/check_stats_file: tests/stats/check_stats_file.c tools/xalloc-stat/statfile.c \
+        src/stats_report.c $(STAT_TOOL_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(STATS_TEST_CFLAGS) $(CHECK_CFLAGS) -o $@ tests/stats/check_stats_file.c \
+	  tools/xalloc-stat/statfile.c src/stats_report.c $(CHECK_LIBS) -lpthread
+
+# The library's statistics, run under LD_PRELOAD of the real library.
+$(STATS_TEST_DIR)/check_stats_live: tests/stats/check_stats_live.c tools/xalloc-stat/statfile.c \
+        src/stats_report.c $(STAT_TOOL_HDRS) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(STATS_TEST_CFLAGS) $(CHECK_CFLAGS) -o $@ tests/stats/check_stats_live.c \
+	  tools/xalloc-stat/statfile.c src/stats_report.c $(LIB) \
+	  -Wl,-rpath,$(abspath $(BUILD)) $(CHECK_LIBS) -lpthread
+
+# A process that holds and caches known amounts, for the tool tests.
+$(STATS_TEST_DIR)/holder: tests/stats/holder.c
+	@mkdir -p $(dir $@)
+	$(CC) $(STATS_TEST_CFLAGS) -o $@ $<
+
+.PHONY: check-stats check-stats-unit check-stats-live check-stats-tool check-stats-redis
+## check-stats: statistics tests: emitter, file protocol, live library, xalloc-stat, redis
+check-stats: check-stats-unit check-stats-live check-stats-tool check-stats-redis
+
+## check-stats-unit: report emitter and statistics file protocol (no allocator needed)
+check-stats-unit: $(STATS_TEST_DIR)/check_stats_file
+	CK_DEFAULT_TIMEOUT=60 $<
+
+## check-stats-live: the library's statistics under LD_PRELOAD (exact counts, RSS, seqlock)
+check-stats-live: $(STATS_TEST_DIR)/check_stats_live $(LIB)
+	CK_DEFAULT_TIMEOUT=60 LD_PRELOAD=$(abspath $(LIB)) $<
+
+## check-stats-tool: xalloc-stat against live processes (errors, purge, set, users)
+check-stats-tool: $(STAT_TOOL) $(STATS_TEST_DIR)/holder $(LIB)
+	timeout 180 tests/stats/tool.sh $(abspath $(LIB)) $(abspath $(STAT_TOOL)) \
+	  $(abspath $(STATS_TEST_DIR)/holder)
+
+## check-stats-redis: xalloc-stat against redis-server under LD_PRELOAD
+check-stats-redis: $(STAT_TOOL) $(LIB)
+	timeout 180 tests/stats/redis.sh $(abspath $(LIB)) $(abspath $(STAT_TOOL))
+
+CHECK_TARGETS += check-stats
+
+# ---- install ----
+
+.PHONY: install-stats uninstall-stats
+install-stats: $(STAT_TOOL)
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(INCLUDEDIR)
+	$(INSTALL) -m 0755 $(STAT_TOOL) $(DESTDIR)$(BINDIR)/xalloc-stat
+	$(INSTALL) -m 0644 man/xalloc-stat.1 $(DESTDIR)$(MANDIR)/man1/xalloc-stat.1
+	$(INSTALL) -m 0644 include/xalloc_stats_file.h $(DESTDIR)$(INCLUDEDIR)/xalloc_stats_file.h
+
+uninstall-stats:
+	rm -f $(DESTDIR)$(BINDIR)/xalloc-stat $(DESTDIR)$(MANDIR)/man1/xalloc-stat.1
+	rm -f $(DESTDIR)$(INCLUDEDIR)/xalloc_stats_file.h
+
+INSTALL_TARGETS += install-stats
+UNINSTALL_TARGETS += uninstall-stats

@@ -1,0 +1,430 @@
+/* check_stats_live.c: the library's statistics, run under
+ * LD_PRELOAD=build/libxalloc.so.1 (make check-stats-live): exact counts
+ * after known allocations, resident against VmRSS, the published file
+ * (mode, owner, contents, fork, exit), a reader hammering the file while
+ * four threads allocate, xalloc_stats_print, mallinfo2. Each Check test
+ * runs in its own forked process, which exercises the fork child path. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "statfile.h"
+#include "xalloc.h"
+#include "xalloc_stats.h"
+
+static struct xalloc_stats before, after; /* 40 KiB each: static */
+
+static int class_of(const struct xalloc_stats *s, size_t size)
+{
+    for (unsigned i = 0; i < s->classes_count && i < XALLOC_STATS_MAX_CLASSES; i++)
+        if (s->classes[i].size == size)
+            return (int)i;
+    return -1;
+}
+
+static uint64_t vmrss_bytes(void)
+{
+    char line[256];
+    uint64_t kb = 0;
+    FILE *f = fopen("/proc/self/status", "re");
+    ck_assert_ptr_nonnull(f);
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %lu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb * 1024;
+}
+
+/* Enough slow-path allocations for the core to tick (it ticks every few
+ * refills), so a fresh fork child makes its file. */
+static void churn(void)
+{
+    static void *p[4096];
+    for (int r = 0; r < 4; r++) {
+        for (int i = 0; i < 4096; i++)
+            p[i] = malloc((size_t)(16 + (i % 64) * 48));
+        for (int i = 0; i < 4096; i++)
+            free(p[i]);
+    }
+}
+
+static bool wait_for_file(pid_t pid, struct xs_file *f, int ms)
+{
+    char err[512];
+    for (int i = 0; i < ms / 10; i++) {
+        if (xs_open_pid(pid, NULL, false, f, NULL, 0, err, sizeof err) == XS_OK)
+            return true;
+        churn();
+        usleep(10000);
+    }
+    return false;
+}
+
+START_TEST(test_library_is_preloaded)
+{
+    /* Guards against a run without LD_PRELOAD that would test glibc. */
+    char line[4096];
+    bool found = false;
+    FILE *f = fopen("/proc/self/maps", "re");
+    ck_assert_ptr_nonnull(f);
+    while (fgets(line, sizeof line, f))
+        found |= strstr(line, "libxalloc.so.1") && strstr(line, " r-xp ");
+    fclose(f);
+    ck_assert_msg(found, "libxalloc.so.1 is not mapped: run under LD_PRELOAD");
+    ck_assert_int_eq(xalloc_stats_get(NULL), -1);
+    ck_assert_int_eq(xalloc_stats_get(&before), 0);
+    ck_assert_uint_eq(before.size, sizeof before);
+    ck_assert_uint_eq(before.version_major, XALLOC_STATS_VERSION_MAJOR);
+}
+END_TEST
+
+START_TEST(test_exact_counts)
+{
+    enum { N_SMALL = 1000, N_MED = 300 };
+    static void *small[N_SMALL], *med[N_MED];
+    struct xs_file f;
+    /* File and thread made (their creation allocates), caches settled. */
+    ck_assert(wait_for_file(getpid(), &f, 3000));
+    xs_close(&f);
+    churn();
+    /* No ck_assert between the two snapshots: Check allocates to record
+     * every passing assertion. */
+    int rc1 = xalloc_stats_get(&before);
+    for (int i = 0; i < N_SMALL; i++)
+        small[i] = malloc(40);
+    for (int i = 0; i < N_MED; i++)
+        med[i] = malloc(1000);
+    int rc2 = xalloc_stats_get(&after);
+    ck_assert_int_eq(rc1, 0);
+    ck_assert_int_eq(rc2, 0);
+
+    size_t cs = malloc_usable_size(small[0]), cm = malloc_usable_size(med[0]);
+    ck_assert_uint_ge(cs, 40);
+    ck_assert_uint_ge(cm, 1000);
+    int ks = class_of(&after, cs), km = class_of(&after, cm);
+    ck_assert_int_ge(ks, 0);
+    ck_assert_int_ge(km, 0);
+    ck_assert_uint_eq(after.allocated - before.allocated, (uint64_t)N_SMALL * cs + N_MED * cm);
+    ck_assert_uint_eq(after.classes[ks].live - before.classes[ks].live, N_SMALL);
+    ck_assert_uint_eq(after.classes[km].live - before.classes[km].live, N_MED);
+    char extra[512] = "";
+    for (unsigned i = 0; i < after.classes_count && i < XALLOC_STATS_MAX_CLASSES; i++) {
+        uint64_t d = after.classes[i].nmalloc - before.classes[i].nmalloc;
+        if (d && (int)i != ks && (int)i != km)
+            snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " class %u (%lu B): %lu",
+                     i, (unsigned long)after.classes[i].size, (unsigned long)d);
+    }
+    ck_assert_msg(after.nmalloc - before.nmalloc == N_SMALL + N_MED,
+                  "nmalloc grew by %lu, expected %d; other classes:%s",
+                  (unsigned long)(after.nmalloc - before.nmalloc), N_SMALL + N_MED, extra);
+    ck_assert_uint_eq(after.classes[ks].nmalloc - before.classes[ks].nmalloc, N_SMALL);
+    if (before.requested || after.requested) /* "where known" */
+        ck_assert_uint_eq(after.requested - before.requested, N_SMALL * 40 + N_MED * 1000);
+    ck_assert_uint_le(after.allocated, after.active);
+    ck_assert_uint_le(after.active, after.mapped);
+    uint64_t arena_sum = 0;
+    for (unsigned a = 0; a < after.arenas_count; a++)
+        arena_sum += after.arenas[a].allocated;
+    ck_assert_msg(arena_sum == after.allocated,
+                  "sum of arena allocated %lu != total allocated %lu",
+                  (unsigned long)arena_sum, (unsigned long)after.allocated);
+
+    rc1 = xalloc_stats_get(&before);
+    for (int i = 0; i < N_SMALL; i++)
+        free(small[i]);
+    for (int i = 0; i < N_MED; i++)
+        free(med[i]);
+    rc2 = xalloc_stats_get(&after);
+    ck_assert(rc1 == 0 && rc2 == 0);
+    ck_assert_uint_eq(before.allocated - after.allocated, (uint64_t)N_SMALL * cs + N_MED * cm);
+    ck_assert_uint_eq(before.classes[ks].live - after.classes[ks].live, N_SMALL);
+    ck_assert_uint_eq(after.nfree - before.nfree, N_SMALL + N_MED);
+}
+END_TEST
+
+START_TEST(test_large_counts)
+{
+    static void *p[8];
+    int rc1 = xalloc_stats_get(&before);
+    for (int i = 0; i < 8; i++)
+        p[i] = malloc(1u << 20);
+    int rc2 = xalloc_stats_get(&after);
+    ck_assert(rc1 == 0 && rc2 == 0);
+    uint64_t got = (after.large_bytes - before.large_bytes) + (after.huge_bytes - before.huge_bytes);
+    uint64_t n = (after.large_count - before.large_count) + (after.huge_count - before.huge_count);
+    ck_assert_uint_eq(n, 8);
+    ck_assert_uint_eq(got, 8 * malloc_usable_size(p[0]));
+    ck_assert_uint_eq(after.allocated - before.allocated, 8 * malloc_usable_size(p[0]));
+    for (int i = 0; i < 8; i++)
+        free(p[i]);
+}
+END_TEST
+
+START_TEST(test_resident_close_to_vmrss)
+{
+    enum { MIB = 1 << 20, N = 256 };
+    static char *p[N];
+    for (int i = 0; i < N; i++) {
+        p[i] = malloc(MIB);
+        ck_assert_ptr_nonnull(p[i]);
+        memset(p[i], 0x5a, MIB);
+    }
+    ck_assert_int_eq(xalloc_stats_get(&after), 0);
+    uint64_t rss = vmrss_bytes();
+    uint64_t res = after.resident;
+    uint64_t diff = res > rss ? res - rss : rss - res;
+    ck_assert_msg(diff * 10 <= rss, "resident %lu vs VmRSS %lu: off by more than 10%%",
+                  (unsigned long)res, (unsigned long)rss);
+    ck_assert_uint_ge(after.allocated, (uint64_t)N * MIB);
+    for (int i = 0; i < N; i++)
+        free(p[i]);
+}
+END_TEST
+
+START_TEST(test_file_published)
+{
+    struct xs_file f;
+    static struct xs_snapshot snap;
+    char err[512];
+    ck_assert_msg(wait_for_file(getpid(), &f, 3000), "no statistics file for pid %d", getpid());
+    struct stat sb;
+    /* The path seen through /proc/self/root is the real file, not a link. */
+    ck_assert_int_eq(lstat(f.path, &sb), 0);
+    ck_assert(S_ISREG(sb.st_mode));
+    ck_assert_uint_eq(sb.st_mode & 07777, 0600);
+    ck_assert_uint_eq(sb.st_uid, geteuid());
+    ck_assert_int_eq(xs_read(&f, &snap, 3000, err, sizeof err), XS_OK);
+    ck_assert_int_eq(snap.hdr.pid, getpid());
+    ck_assert_str_eq(snap.hdr.program, "check_stats_live");
+    ck_assert_uint_gt(snap.stats.nmalloc, 0);
+    ck_assert_uint_gt(snap.stats.mapped, 0);
+    ck_assert_uint_ge(snap.stats.narenas, 1);
+    bool has_interval = false;
+    for (unsigned i = 0; i < snap.hdr.config_count; i++)
+        has_interval |= strcmp(snap.hdr.config[i].name, "stats_interval_ms") == 0;
+    ck_assert(has_interval);
+    /* The Check runner (our parent) keeps its own file. */
+    struct xs_file pf;
+    ck_assert_int_eq(xs_open_pid(getppid(), NULL, false, &pf, NULL, 0, err, sizeof err), XS_OK);
+    ck_assert_str_ne(pf.path, f.path);
+    xs_close(&pf);
+    xs_close(&f);
+}
+END_TEST
+
+START_TEST(test_refreshed_without_allocation)
+{
+    struct xs_file f;
+    static struct xs_snapshot a, b;
+    char err[512], msg[256];
+    ck_assert(wait_for_file(getpid(), &f, 3000));
+    xs_close(&f);
+    ck_assert_int_eq(xalloc_config_set("stats_interval_ms:50", msg, sizeof msg), 0);
+    ck_assert(wait_for_file(getpid(), &f, 3000));
+    ck_assert_int_eq(xs_read(&f, &a, 3000, err, sizeof err), XS_OK);
+    usleep(700000); /* no allocation here: only the thread can publish */
+    ck_assert_int_eq(xs_read(&f, &b, 3000, err, sizeof err), XS_OK);
+    ck_assert_uint_ge(b.hdr.publish_count, a.hdr.publish_count + 3);
+    ck_assert(b.hdr.flags & XALLOC_STATS_FILE_F_THREAD);
+    ck_assert_uint_eq(b.hdr.interval_ms, 50);
+    xs_close(&f);
+}
+END_TEST
+
+START_TEST(test_fork_child_own_file_removed_at_exit)
+{
+    struct xs_file f;
+    char err[512];
+    ck_assert(wait_for_file(getpid(), &f, 3000));
+    char mine[PATH_MAX];
+    snprintf(mine, sizeof mine, "%s", f.path);
+    xs_close(&f);
+    int pipefd[2];
+    ck_assert_int_eq(pipe(pipefd), 0);
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0) {
+        struct xs_file cf;
+        char path[PATH_MAX] = "";
+        int rc = 0;
+        if (!wait_for_file(getpid(), &cf, 3000))
+            rc = 1;
+        else {
+            snprintf(path, sizeof path, "%s", cf.path);
+            if (cf.h->pid != getpid())
+                rc = 2;
+            xs_close(&cf);
+        }
+        if (access(mine, F_OK) != 0) /* the parent's file is untouched */
+            rc = 3;
+        if (write(pipefd[1], path, sizeof path) != (ssize_t)sizeof path)
+            rc = 4;
+        exit(rc); /* exit, not _exit: the destructor removes the file */
+    }
+    close(pipefd[1]);
+    char childpath[PATH_MAX];
+    ck_assert_int_eq(read(pipefd[0], childpath, sizeof childpath), (ssize_t)sizeof childpath);
+    int st;
+    ck_assert_int_eq(waitpid(c, &st, 0), c);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+    ck_assert_str_ne(childpath, "");
+    /* /proc/<child>/root is gone with the child: check the plain path. */
+    const char *plain = strstr(childpath, "/root/") ? strstr(childpath, "/root/") + 5 : childpath;
+    ck_assert_msg(access(plain, F_OK) != 0, "%s left behind", plain);
+    ck_assert_int_eq(xs_open_pid(getpid(), NULL, false, &f, NULL, 0, err, sizeof err), XS_OK);
+    xs_close(&f);
+}
+END_TEST
+
+/* ---- reader against 4 allocating threads ---- */
+
+static volatile int hammer_stop;
+
+static void *allocator_thread(void *arg)
+{
+    unsigned seed = (unsigned)(uintptr_t)arg;
+    enum { SLOTS = 2048 };
+    void **slot = calloc(SLOTS, sizeof *slot);
+    while (!hammer_stop) {
+        for (int i = 0; i < 4096; i++) {
+            unsigned r = rand_r(&seed);
+            unsigned k = r % SLOTS;
+            free(slot[k]);
+            /* mostly small, some large */
+            size_t sz = (r >> 12) % 64 == 0 ? 65536 + (r >> 4) % 300000 : 8 + (r >> 8) % 2048;
+            slot[k] = malloc(sz);
+        }
+    }
+    for (int k = 0; k < SLOTS; k++)
+        free(slot[k]);
+    free(slot);
+    return NULL;
+}
+
+START_TEST(test_reader_never_sees_inconsistent_snapshot)
+{
+    char msg[256], err[512];
+    struct xs_file f;
+    static struct xs_snapshot snap;
+    ck_assert_int_eq(xalloc_config_set("stats_interval_ms:10", msg, sizeof msg), 0);
+    ck_assert(wait_for_file(getpid(), &f, 3000));
+    pthread_t t[4];
+    hammer_stop = 0;
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, allocator_thread, (void *)(uintptr_t)(i + 1)), 0);
+    uint64_t reads = 0, first = 0, last_count = 0, last_ts = 0;
+    uint64_t end = xs_now_ns() + 2000000000u;
+    while (xs_now_ns() < end) {
+        ck_assert_int_eq(xs_read(&f, &snap, 2000, err, sizeof err), XS_OK);
+        const struct xalloc_stats *s = &snap.stats;
+        ck_assert_uint_eq(s->size, sizeof *s);
+        ck_assert_uint_le(s->allocated, s->mapped);
+        ck_assert_uint_le(s->active, s->mapped);
+        ck_assert_uint_le(s->dirty, s->mapped);
+        ck_assert_uint_le(s->large_bytes + s->huge_bytes, s->allocated);
+        ck_assert_uint_le(s->arenas_count, XALLOC_STATS_MAX_ARENAS);
+        ck_assert_uint_ge(snap.hdr.publish_count, last_count);
+        ck_assert_uint_ge(s->timestamp_ns, last_ts);
+        if (!first)
+            first = snap.hdr.publish_count;
+        last_count = snap.hdr.publish_count;
+        last_ts = s->timestamp_ns;
+        reads++;
+        usleep(200);
+    }
+    hammer_stop = 1;
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    ck_assert_uint_gt(reads, 100);
+    ck_assert_msg(last_count - first >= 20, "only %lu publications in 2 s",
+                  (unsigned long)(last_count - first));
+    xs_close(&f);
+}
+END_TEST
+
+struct capture {
+    char buf[1 << 16];
+    size_t len;
+    int lines;
+};
+
+static void capture_line(void *arg, const char *line)
+{
+    struct capture *c = arg;
+    size_t n = strlen(line);
+    if (c->len + n < sizeof c->buf) {
+        memcpy(c->buf + c->len, line, n + 1);
+        c->len += n;
+    }
+    c->lines++;
+}
+
+START_TEST(test_stats_print)
+{
+    static struct capture c;
+    static void *p[100];
+    for (int i = 0; i < 100; i++)
+        p[i] = malloc(24);
+    xalloc_stats_print(capture_line, &c);
+    ck_assert_int_gt(c.lines, 20);
+    ck_assert_ptr_nonnull(strstr(c.buf, "(check_stats_live)"));
+    ck_assert_ptr_nonnull(strstr(c.buf, "\nTotals\n"));
+    ck_assert_ptr_nonnull(strstr(c.buf, "\n  allocated "));
+    ck_assert_ptr_nonnull(strstr(c.buf, "\nArenas: "));
+    ck_assert_ptr_nonnull(strstr(c.buf, "\nSize classes: "));
+    ck_assert_ptr_nonnull(strstr(c.buf, "\nConfiguration\n"));
+    for (int i = 0; i < 100; i++)
+        free(p[i]);
+}
+END_TEST
+
+START_TEST(test_mallinfo2_same_figures)
+{
+    static void *p[64];
+    for (int i = 0; i < 64; i++)
+        p[i] = malloc(200);
+    int rc = xalloc_stats_get(&after);
+    struct mallinfo2 mi = mallinfo2();
+    ck_assert_int_eq(rc, 0);
+    ck_assert_uint_eq(mi.uordblks, after.allocated);
+    for (int i = 0; i < 64; i++)
+        free(p[i]);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("stats_live");
+    TCase *t = tcase_create("live");
+    tcase_set_timeout(t, 30);
+    tcase_add_test(t, test_library_is_preloaded);
+    tcase_add_test(t, test_exact_counts);
+    tcase_add_test(t, test_large_counts);
+    tcase_add_test(t, test_resident_close_to_vmrss);
+    tcase_add_test(t, test_file_published);
+    tcase_add_test(t, test_refreshed_without_allocation);
+    tcase_add_test(t, test_fork_child_own_file_removed_at_exit);
+    tcase_add_test(t, test_reader_never_sees_inconsistent_snapshot);
+    tcase_add_test(t, test_stats_print);
+    tcase_add_test(t, test_mallinfo2_same_figures);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    churn(); /* the runner makes its file before forking the tests */
+    SRunner *r = srunner_create(suite());
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? 1 : 0;
+}

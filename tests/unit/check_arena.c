@@ -1,0 +1,184 @@
+/* check_arena.c: unit tests of the arena (src/arena.c): large extents
+ * with best fit, coalescing and in-place resize, huge blocks with mremap,
+ * decay and purge, statistics of runs. Uses the internal test build. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "chunkmap.h"
+#include "config.h"
+#include "init.h"
+
+static xa_arena *arena(void)
+{
+    ck_assert(xa_init_process());
+    xa_arena *a = xa_arena_get(0);
+    ck_assert_ptr_nonnull(a);
+    return a;
+}
+
+static xa_slab *slab_of(void *p)
+{
+    xa_chunk *c = xa_chunkmap_lookup(p);
+    ck_assert_ptr_nonnull(c);
+    uintptr_t off = (uintptr_t)p - (uintptr_t)c;
+    return &c->slabs[c->first_of[off >> XA_UNIT_SHIFT]];
+}
+
+START_TEST(large_blocks_are_unit_aligned_and_disjoint)
+{
+    xa_arena *a = arena();
+    enum { N = 64 };
+    char *p[N];
+    for (int i = 0; i < N; i++) {
+        size_t size = (size_t)(i % 7 + 1) * 100000;
+        p[i] = xa_arena_large_alloc(a, size, true);
+        ck_assert_ptr_nonnull(p[i]);
+        ck_assert_uint_eq((uintptr_t)p[i] % XA_UNIT_SIZE, 0);
+        for (size_t k = 0; k < size; k += 4096)
+            ck_assert_int_eq(p[i][k], 0);
+        memset(p[i], i, size);
+        xa_slab *s = slab_of(p[i]);
+        ck_assert_int_eq(s->kind, XA_RUN_LARGE);
+        ck_assert_uint_ge((size_t)s->units << XA_UNIT_SHIFT, size);
+    }
+    for (int i = 0; i < N; i++) {
+        size_t size = (size_t)(i % 7 + 1) * 100000;
+        for (size_t k = 0; k < size; k += 512)
+            ck_assert_int_eq((unsigned char)p[i][k], i);
+        xa_chunk *c = xa_chunkmap_lookup(p[i]);
+        xa_arena_large_free(c, slab_of(p[i]));
+    }
+}
+END_TEST
+
+START_TEST(free_runs_coalesce_into_whole_chunks)
+{
+    xa_arena *a = arena();
+    /* Fill one chunk exactly with 31 one-unit blocks, free them in an
+     * interleaved order: the chunk must end up as one free run. */
+    void *p[XA_LARGE_MAX_UNITS];
+    p[0] = xa_arena_large_alloc(a, XA_LARGE_MAX, false);
+    xa_chunk *c = xa_chunkmap_lookup(p[0]);
+    xa_arena_large_free(c, slab_of(p[0]));
+    for (int i = 0; i < (int)XA_LARGE_MAX_UNITS; i++) {
+        p[i] = xa_arena_large_alloc(a, XA_UNIT_SIZE, false);
+        ck_assert_ptr_eq(xa_chunkmap_lookup(p[i]), c);
+    }
+    ck_assert_uint_eq(c->used_units, XA_LARGE_MAX_UNITS);
+    for (int i = 0; i < (int)XA_LARGE_MAX_UNITS; i += 2)
+        xa_arena_large_free(c, slab_of(p[i]));
+    for (int i = 1; i < (int)XA_LARGE_MAX_UNITS; i += 2)
+        xa_arena_large_free(c, slab_of(p[i]));
+    ck_assert_uint_eq(c->used_units, 0);
+    ck_assert_int_eq(c->slabs[1].kind, XA_RUN_FREE);
+    ck_assert_uint_eq(c->slabs[1].units, XA_LARGE_MAX_UNITS);
+    for (unsigned u = 1; u < XA_UNITS_PER_CHUNK; u++)
+        ck_assert_uint_eq(c->first_of[u], 1);
+}
+END_TEST
+
+START_TEST(best_fit_prefers_the_smallest_run)
+{
+    xa_arena *a = arena();
+    /* Make a 3-unit hole and a 10-unit hole; a 2-unit request must take
+     * the 3-unit hole. */
+    void *big = xa_arena_large_alloc(a, XA_LARGE_MAX, false);
+    xa_chunk *c = xa_chunkmap_lookup(big);
+    xa_arena_large_free(c, slab_of(big));
+    void *b1 = xa_arena_large_alloc(a, 3 * XA_UNIT_SIZE, false);
+    void *sep1 = xa_arena_large_alloc(a, XA_UNIT_SIZE, false);
+    void *b2 = xa_arena_large_alloc(a, 10 * XA_UNIT_SIZE, false);
+    void *sep2 = xa_arena_large_alloc(a, 17 * XA_UNIT_SIZE, false);
+    ck_assert_ptr_eq(xa_chunkmap_lookup(sep2), c);
+    xa_arena_large_free(c, slab_of(b1));
+    xa_arena_large_free(c, slab_of(b2));
+    void *q = xa_arena_large_alloc(a, 2 * XA_UNIT_SIZE, false);
+    ck_assert_ptr_eq(q, b1);
+    xa_arena_large_free(c, slab_of(q));
+    xa_arena_large_free(c, slab_of(sep1));
+    xa_arena_large_free(c, slab_of(sep2));
+}
+END_TEST
+
+START_TEST(large_resize_in_place)
+{
+    xa_arena *a = arena();
+    char *p = xa_arena_large_alloc(a, 4 * XA_UNIT_SIZE, false);
+    xa_chunk *c = xa_chunkmap_lookup(p);
+    memset(p, 7, 4 * XA_UNIT_SIZE);
+    xa_slab *s = slab_of(p);
+    ck_assert(xa_arena_large_resize(c, s, 2 * XA_UNIT_SIZE));
+    ck_assert_uint_eq(s->units, 2);
+    /* The freed tail is free again, so growing back fits in place. */
+    ck_assert(xa_arena_large_resize(c, s, 6 * XA_UNIT_SIZE));
+    ck_assert_uint_eq(s->units, 6);
+    for (size_t k = 0; k < 2 * XA_UNIT_SIZE; k++)
+        ck_assert_int_eq(p[k], 7);
+    xa_arena_large_free(c, s);
+}
+END_TEST
+
+START_TEST(huge_blocks_map_grow_and_unmap)
+{
+    xa_arena *a = arena();
+    size_t size = 5u << 20;
+    char *p = xa_huge_alloc(a, size, 0, true);
+    ck_assert_ptr_nonnull(p);
+    xa_chunk *c = xa_chunkmap_lookup(p);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_ptr_eq(xa_chunkmap_lookup(p + size - 1), c);
+    ck_assert_int_eq(c->slabs[0].kind, XA_RUN_HUGE);
+    ck_assert_uint_ge(c->huge_size, size);
+    memset(p, 3, size);
+    char *q = xa_huge_realloc(c, 40u << 20);
+    ck_assert_ptr_nonnull(q);
+    ck_assert_uint_eq((uintptr_t)q % 4096, 0);
+    for (size_t k = 0; k < size; k += 4096)
+        ck_assert_int_eq(q[k], 3);
+    xa_chunk *c2 = xa_chunkmap_lookup(q);
+    ck_assert_ptr_eq(xa_chunkmap_lookup(q + (40u << 20) - 1), c2);
+    xa_huge_free(c2);
+    /* Aligned huge block: the pointer honours the alignment. */
+    char *al = xa_huge_alloc(a, 3u << 20, 4u << 20, false);
+    ck_assert_ptr_nonnull(al);
+    ck_assert_uint_eq((uintptr_t)al % (4u << 20), 0);
+    xa_huge_free(xa_chunkmap_lookup(al));
+}
+END_TEST
+
+START_TEST(purge_returns_free_chunks)
+{
+    xa_arena *a = arena();
+    void *p[8];
+    for (int i = 0; i < 8; i++)
+        p[i] = xa_arena_large_alloc(a, XA_LARGE_MAX, false);
+    uint64_t chunks = a->nchunks;
+    ck_assert_uint_ge(chunks, 8);
+    for (int i = 0; i < 8; i++)
+        xa_arena_large_free(xa_chunkmap_lookup(p[i]), slab_of(p[i]));
+    size_t purged = xa_arena_purge_all(a);
+    ck_assert_uint_ge(purged, 8 * XA_LARGE_MAX);
+    ck_assert_uint_eq(a->dirty_units, 0);
+    ck_assert_uint_lt(a->nchunks, chunks);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("arena");
+    TCase *t = tcase_create("extents");
+    tcase_add_test(t, large_blocks_are_unit_aligned_and_disjoint);
+    tcase_add_test(t, free_runs_coalesce_into_whole_chunks);
+    tcase_add_test(t, best_fit_prefers_the_smallest_run);
+    tcase_add_test(t, large_resize_in_place);
+    tcase_add_test(t, huge_blocks_map_grow_and_unmap);
+    tcase_add_test(t, purge_returns_free_chunks);
+    suite_add_tcase(s, t);
+    SRunner *r = srunner_create(s);
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
