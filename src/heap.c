@@ -13,6 +13,7 @@
 #include "os.h"
 #include "stats.h"
 #include "background.h"
+#include "pages.h"
 
 xa_slab xa_slab_empty;
 /* The heap of a thread that has not allocated yet: every class points to
@@ -192,11 +193,58 @@ static void drain_delayed(xa_heap *h)
     }
 }
 
+/* ---- trimming free blocks of big classes ---- */
+
+/* Blocks of at least this size have whole pages of their own: when free
+ * they can be given back to the OS without waiting for the slab to empty
+ * (as a large block would be). The first page stays: it holds the link. */
+#define TRIM_MIN_BLOCK ((uint32_t)16384)
+#define TRIM_MARK 0x7472696d6d656421ULL /* "trimmed!" */
+
+static inline uintptr_t trim_mark(const xa_block *b)
+{
+    return enc((uintptr_t)b) ^ TRIM_MARK;
+}
+
+/* Purges the pages of the free blocks of this heap's big-class slabs. A
+ * mark in the block's second word avoids purging the same block twice; a
+ * stale mark left by the program only means a block is not trimmed. */
+static size_t trim_free_blocks(xa_heap *h)
+{
+    size_t bytes = 0;
+    if (xa_pages_thp)
+        return 0; /* would split huge pages: thp:always returns whole chunks */
+    for (unsigned c = xa_size_class(TRIM_MIN_BLOCK); c < XA_NCLASSES; c++) {
+        for (xa_slab *s = h->avail[c]; s; s = s->next) {
+            collect(s);
+            uint32_t limit = s->reserved;
+            for (uintptr_t p = s->free; p && limit--; p = enc(((xa_block *)p)->next)) {
+                uintptr_t *words = (uintptr_t *)p;
+                if (words[1] == trim_mark((xa_block *)p))
+                    continue;
+                size_t len = s->block_size - XA_OS_PAGE;
+                xa_pages_purge((char *)p + XA_OS_PAGE, len);
+                words[1] = trim_mark((xa_block *)p);
+                bytes += len;
+            }
+        }
+    }
+    h->trimmed_bytes += bytes;
+    return bytes;
+}
+
 /* ---- malloc slow path ---- */
 
 void xa_heap_upkeep(xa_heap *h)
 {
     uint64_t now = xa_os_now_ns();
+    /* The heap's own free lists are private: only this thread can trim
+     * them, background thread or not. */
+    uint64_t decay_ns = (uint64_t)__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) * 1000000u;
+    if (now - h->last_trim_ns >= decay_ns) {
+        h->last_trim_ns = now;
+        trim_free_blocks(h);
+    }
     if (__atomic_load_n(&xa_opt.background_thread, __ATOMIC_RELAXED)) {
         if (!__atomic_load_n(&xa_background_running, __ATOMIC_ACQUIRE))
             xa_background_update();
@@ -530,10 +578,11 @@ void xa_heap_thread_exit(xa_heap *h)
     xa_lock_release(&heaps_lock);
 }
 
-void xa_heap_collect(xa_heap *h)
+size_t xa_heap_collect(xa_heap *h)
 {
     drain_delayed(h);
     large_cache_flush(h, 0, true);
+    size_t trimmed = trim_free_blocks(h);
     for (unsigned c = 0; c < XA_NCLASSES; c++) {
         for (xa_slab *s = h->avail[c]; s;) {
             xa_slab *next = s->next;
@@ -545,6 +594,7 @@ void xa_heap_collect(xa_heap *h)
             s = next;
         }
     }
+    return trimmed;
 }
 
 void xa_heaps_sum(uint64_t *nmalloc, uint64_t *nfree, int64_t *arena_small_bytes,

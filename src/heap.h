@@ -34,6 +34,8 @@ typedef struct xa_heap {
      * atomic exchange so the background thread can reclaim idle ones. */
     _Atomic uintptr_t large_cache[XA_LARGE_CACHE_SLOTS];
     uint64_t large_cached_bytes;   /* atomic: bytes parked in the slots */
+    uint64_t last_trim_ns;         /* last purge of big free blocks */
+    uint64_t trimmed_bytes;        /* bytes of free blocks purged (statistics) */
 } xa_heap;
 
 extern xa_heap xa_heap_empty;
@@ -52,8 +54,9 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b);
 xa_heap *xa_heap_get_slow(void);
 /* Thread exit: hands every slab to the arena, recycles the heap. */
 void xa_heap_thread_exit(xa_heap *h);
-/* Returns this thread's cached empty slabs and drains pending frees. */
-void xa_heap_collect(xa_heap *h);
+/* Drains pending frees, returns empty slabs and cached large blocks, and
+ * purges the pages of free big blocks. Returns the bytes purged here. */
+size_t xa_heap_collect(xa_heap *h);
 /* Runs time-based upkeep (decay, statistics) now if due. */
 void xa_heap_upkeep(xa_heap *h);
 /* Counters of every heap, live and exited, per class and as small-block

@@ -429,10 +429,10 @@ XA_API size_t xalloc_purge(void)
     if (!xa_ready)
         return 0;
     xa_heap *h = xa_tls_heap;
-    if (h != &xa_heap_empty)
-        xa_heap_collect(h);
-    xa_heaps_flush_caches();
     size_t total = 0;
+    if (h != &xa_heap_empty)
+        total += xa_heap_collect(h);
+    xa_heaps_flush_caches();
     for (unsigned i = 0; i < xa_narenas; i++) {
         xa_arena *a = __atomic_load_n(&xa_arenas[i], __ATOMIC_ACQUIRE);
         if (a)
