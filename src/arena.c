@@ -183,8 +183,8 @@ static xa_chunk *chunk_new(xa_arena *a)
     c->slabs[0].kind = XA_RUN_HEADER;
     c->slabs[0].units = 1;
     c->first_of[0] = 0;
-    if (!xa_chunkmap_set(c, XA_CHUNK_SIZE, c)) {
-        xa_chunkmap_set(c, XA_CHUNK_SIZE, NULL);
+    if (!xa_chunkmap_set(c, XA_CHUNK_SIZE, c, XA_REGION_RUNS)) {
+        xa_chunkmap_set(c, XA_CHUNK_SIZE, NULL, XA_REGION_NONE);
         xa_os_unmap(c, XA_CHUNK_SIZE);
         return NULL;
     }
@@ -213,7 +213,7 @@ static void chunk_release(xa_arena *a, xa_chunk *c)
     a->nchunks--;
     a->purged_bytes += resident;
     a->npurge++;
-    xa_chunkmap_set(c, XA_CHUNK_SIZE, NULL);
+    xa_chunkmap_set(c, XA_CHUNK_SIZE, NULL, XA_REGION_NONE);
     xa_os_unmap(c, XA_CHUNK_SIZE);
 }
 
@@ -622,7 +622,7 @@ static void huge_unmap(xa_arena *a, xa_chunk *c)
     a->huge_mapped -= size;
     a->purged_bytes += size;
     a->npurge++;
-    xa_chunkmap_set(c, size, NULL);
+    xa_chunkmap_set(c, size, NULL, XA_REGION_NONE);
     xa_os_unmap(c, size);
 }
 
@@ -682,8 +682,8 @@ void *xa_huge_alloc(xa_arena *a, size_t size, size_t align, bool zero)
         c->huge_advised = xa_pages_thp;
         c->slabs[0].kind = XA_RUN_HUGE;
         c->slabs[0].units = 1;
-        if (!xa_chunkmap_set(c, map_size, c)) {
-            xa_chunkmap_set(c, map_size, NULL);
+        if (!xa_chunkmap_set(c, map_size, c, XA_REGION_HUGE)) {
+            xa_chunkmap_set(c, map_size, NULL, XA_REGION_NONE);
             xa_os_unmap(c, map_size);
             return NULL;
         }
@@ -766,16 +766,16 @@ void *xa_huge_realloc(xa_chunk *c, size_t new_size)
     n->huge_request = new_size;
     xa_lock_release(&a->lock);
     if (n != c) {
-        xa_chunkmap_set(c, old_map, NULL);
-        xa_chunkmap_set(n, map_size, n);
+        xa_chunkmap_set(c, old_map, NULL, XA_REGION_NONE);
+        xa_chunkmap_set(n, map_size, n, XA_REGION_HUGE);
     } else if (map_size > old_map) {
-        xa_chunkmap_set(n, map_size, n);
+        xa_chunkmap_set(n, map_size, n, XA_REGION_HUGE);
     } else {
         /* Shrunk in place: clear regions no longer covered. */
         uintptr_t keep = XA_ALIGN_UP((uintptr_t)n + map_size, XA_CHUNK_SIZE);
         uintptr_t end = XA_ALIGN_UP((uintptr_t)n + old_map, XA_CHUNK_SIZE);
         if (end > keep)
-            xa_chunkmap_set((void *)keep, end - keep, NULL);
+            xa_chunkmap_set((void *)keep, end - keep, NULL, XA_REGION_NONE);
     }
     return n->huge_ptr;
 }

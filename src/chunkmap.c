@@ -5,9 +5,10 @@
 #include "meta.h"
 
 struct xa_chunk **xa_chunkmap_top[1u << XA_CHUNKMAP_TOP_BITS];
+uint8_t xa_region_kind[(size_t)1 << XA_REGION_BITS];
 static xa_lock leaf_lock = XA_LOCK_INIT(XA_RANK_CHUNKMAP);
 
-bool xa_chunkmap_set(void *base, size_t size, struct xa_chunk *chunk)
+bool xa_chunkmap_set(void *base, size_t size, struct xa_chunk *chunk, unsigned kind)
 {
     uintptr_t a = (uintptr_t)base;
     uintptr_t end = a + size;
@@ -32,6 +33,10 @@ bool xa_chunkmap_set(void *base, size_t size, struct xa_chunk *chunk)
         }
         __atomic_store_n(&leaf[(a >> XA_CHUNK_SHIFT) & ((1u << XA_CHUNKMAP_LEAF_BITS) - 1)],
                          chunk, __ATOMIC_RELEASE);
+        /* The fast filter is set after the radix entry and cleared before
+         * it: whoever sees a kind finds the chunk. */
+        __atomic_store_n(&xa_region_kind[a >> XA_CHUNK_SHIFT],
+                         (uint8_t)(chunk ? kind : XA_REGION_NONE), __ATOMIC_RELEASE);
     }
     return true;
 }

@@ -16,6 +16,27 @@
 struct xa_chunk;
 extern struct xa_chunk **xa_chunkmap_top[1u << XA_CHUNKMAP_TOP_BITS];
 
+/* One byte per 2 MiB region of the 47-bit address space (64 MiB of
+ * address space, in .bss: only the pages that are written become
+ * resident): the free() fast path's one-load filter. */
+enum xa_region_kind {
+    XA_REGION_NONE = 0,  /* not ours */
+    XA_REGION_RUNS = 1,  /* a chunk of runs whose header is at the region start */
+    XA_REGION_HUGE = 2,  /* part of a huge block: use xa_chunkmap_lookup */
+};
+#define XA_REGION_BITS (47 - XA_CHUNK_SHIFT)
+extern uint8_t xa_region_kind[(size_t)1 << XA_REGION_BITS];
+
+/* Kind of the region holding p; NONE for NULL and for every address
+ * outside the 47-bit user space. */
+XA_FAST_PATH unsigned xa_region_of(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (xa_unlikely(a >> 47))
+        return XA_REGION_NONE;
+    return xa_region_kind[a >> XA_CHUNK_SHIFT];
+}
+
 /* The chunk owning address p, or NULL if p is not in allocator memory. */
 XA_FAST_PATH struct xa_chunk *xa_chunkmap_lookup(const void *p)
 {
@@ -29,9 +50,10 @@ XA_FAST_PATH struct xa_chunk *xa_chunkmap_lookup(const void *p)
     return leaf[(a >> XA_CHUNK_SHIFT) & ((1u << XA_CHUNKMAP_LEAF_BITS) - 1)];
 }
 
-/* Maps [base, base+size) to chunk (or clears it with chunk NULL). base is
- * 2 MiB-aligned. Returns false if a leaf could not be allocated. */
-bool xa_chunkmap_set(void *base, size_t size, struct xa_chunk *chunk);
+/* Maps [base, base+size) to chunk (or clears it with chunk NULL), with
+ * the region kind (RUNS or HUGE). base is 2 MiB-aligned. Returns false if
+ * a leaf could not be allocated. */
+bool xa_chunkmap_set(void *base, size_t size, struct xa_chunk *chunk, unsigned kind);
 void xa_chunkmap_fork_prepare(void);
 void xa_chunkmap_fork_parent(void);
 void xa_chunkmap_fork_child(void);

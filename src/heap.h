@@ -114,8 +114,11 @@ XA_FAST_PATH bool xa_slab_is_block(const xa_slab *s, const void *p)
  * happens to decode into the slab) needs the slow scan. */
 XA_FAST_PATH bool xa_slab_link_suspect(const xa_slab *s, const xa_block *b)
 {
+    (void)s;
     uintptr_t link = b->next ^ xa_heap_secret;
-    return link - (uintptr_t)s->start < ((size_t)s->units << XA_UNIT_SHIFT) || link == 0;
+    /* Same chunk as the block (a free-list link always is), or the end of
+     * a list: three instructions, no load but the block's own word. */
+    return ((link ^ (uintptr_t)b) >> XA_CHUNK_SHIFT) == 0 || link == 0;
 }
 
 /* Pushes b onto its slab's free list; the caller owns the slab and has

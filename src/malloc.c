@@ -203,8 +203,17 @@ static XA_NOINLINE void free_slow(xa_chunk *c, void *p)
         h->nfree_big++;
 }
 
-static XA_NOINLINE void free_foreign(void *p)
+/* NULL, foreign pointers and huge blocks: everything the region filter
+ * does not send down the fast path. */
+static XA_NOINLINE void free_other(void *p)
 {
+    if (!p)
+        return;
+    xa_chunk *c = xa_chunkmap_lookup(p);
+    if (c) {
+        free_slow(c, p);
+        return;
+    }
     /* Before init, pointers can only come from another allocator (the
      * dynamic loader's bootstrap one): leave them alone. */
     if (!xa_ready)
@@ -214,16 +223,10 @@ static XA_NOINLINE void free_foreign(void *p)
 
 XA_FAST_PATH void free_inline(void *p)
 {
-    if (xa_unlikely(!p))
-        return;
-    xa_chunk *c = xa_chunkmap_lookup(p);
-    if (xa_unlikely(!c)) {
-        free_foreign(p);
-        return;
-    }
-    uintptr_t off = (uintptr_t)p - (uintptr_t)c;
-    if (xa_likely(off < XA_CHUNK_SIZE)) {
-        xa_slab *s = &c->slabs[c->first_of[off >> XA_UNIT_SHIFT]];
+    if (xa_likely(xa_region_of(p) == XA_REGION_RUNS)) {
+        uintptr_t a = (uintptr_t)p;
+        xa_chunk *c = (xa_chunk *)(a & ~(uintptr_t)(XA_CHUNK_SIZE - 1));
+        xa_slab *s = &c->slabs[c->first_of[(a >> XA_UNIT_SHIFT) & (XA_UNITS_PER_CHUNK - 1)]];
         xa_heap *h = xa_tls_heap;
         /* The owner's push, when the pointer is a block boundary and not a
          * suspected double free; everything else is sorted out (and
@@ -233,8 +236,10 @@ XA_FAST_PATH void free_inline(void *p)
             xa_heap_free_owned(h, s, p);
             return;
         }
+        free_slow(c, p);
+        return;
     }
-    free_slow(c, p);
+    free_other(p);
 }
 
 /* ---- aligned allocation ---- */

@@ -16,6 +16,9 @@ START_TEST(unknown_addresses_are_not_ours)
     ck_assert_ptr_null(xa_chunkmap_lookup((void *)~(uintptr_t)0));
     ck_assert_ptr_null(xa_chunkmap_lookup((void *)((uintptr_t)1 << 47)));
     ck_assert_ptr_null(xa_chunkmap_lookup(NULL));
+    ck_assert_uint_eq(xa_region_of(NULL), XA_REGION_NONE);
+    ck_assert_uint_eq(xa_region_of(&on_stack), XA_REGION_NONE);
+    ck_assert_uint_eq(xa_region_of((void *)~(uintptr_t)0), XA_REGION_NONE);
 }
 END_TEST
 
@@ -24,7 +27,10 @@ START_TEST(set_lookup_clear)
     char *base = xa_os_map_aligned(3 * XA_CHUNK_SIZE, XA_CHUNK_SIZE);
     ck_assert_ptr_nonnull(base);
     struct xa_chunk *tag = (struct xa_chunk *)base;
-    ck_assert(xa_chunkmap_set(base, 2 * XA_CHUNK_SIZE + 4096, tag));
+    ck_assert(xa_chunkmap_set(base, 2 * XA_CHUNK_SIZE + 4096, tag, XA_REGION_HUGE));
+    ck_assert_uint_eq(xa_region_of(base), XA_REGION_HUGE);
+    ck_assert_uint_eq(xa_region_of(base + 2 * XA_CHUNK_SIZE + 100), XA_REGION_HUGE);
+    ck_assert_uint_eq(xa_region_of(base + 3 * XA_CHUNK_SIZE), XA_REGION_NONE);
     /* Every byte of every region covered maps to the one header. */
     ck_assert_ptr_eq(xa_chunkmap_lookup(base), tag);
     ck_assert_ptr_eq(xa_chunkmap_lookup(base + XA_CHUNK_SIZE - 1), tag);
@@ -32,7 +38,8 @@ START_TEST(set_lookup_clear)
     ck_assert_ptr_eq(xa_chunkmap_lookup(base + 2 * XA_CHUNK_SIZE + 100), tag);
     ck_assert_ptr_null(xa_chunkmap_lookup(base + 3 * XA_CHUNK_SIZE));
     ck_assert_ptr_null(xa_chunkmap_lookup(base - 1));
-    ck_assert(xa_chunkmap_set(base, 3 * XA_CHUNK_SIZE, NULL));
+    ck_assert(xa_chunkmap_set(base, 3 * XA_CHUNK_SIZE, NULL, XA_REGION_NONE));
+    ck_assert_uint_eq(xa_region_of(base), XA_REGION_NONE);
     ck_assert_ptr_null(xa_chunkmap_lookup(base));
     ck_assert_ptr_null(xa_chunkmap_lookup(base + 2 * XA_CHUNK_SIZE));
     xa_os_unmap(base, 3 * XA_CHUNK_SIZE);
