@@ -42,8 +42,12 @@ BASE_CFLAGS := -std=gnu11 $(OPT) -g $(WARN) -fPIC -fvisibility=hidden \
         -Iinclude -Isrc -DXA_DEBUG=$(DEBUG)
 # The allocator must not have its own calls replaced by builtins that
 # call malloc, nor be instrumented by hardening flags that allocate.
-LIB_CFLAGS := $(BASE_CFLAGS) -fno-builtin-malloc -fno-builtin-free \
-        -fno-builtin-calloc -fno-builtin-realloc -fno-stack-protector
+LIB_CFLAGS := $(BASE_CFLAGS)
+# Last on the command line, after distribution CFLAGS: the allocator's own
+# calls must not become builtins, and the fast path carries no stack
+# protector (it runs before TLS canaries are trustworthy in some loaders).
+LIB_FORCE_CFLAGS := -fno-builtin-malloc -fno-builtin-free -fno-builtin-calloc \
+        -fno-builtin-realloc -fno-stack-protector
 CFLAGS ?=
 LDFLAGS ?=
 
@@ -69,13 +73,13 @@ lib: $(LIB) $(BUILD)/libxalloc.so
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h src/*.def include/*.h) | $(BUILD)/obj
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(LIB_CFLAGS) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(LIB_CFLAGS) $(CFLAGS) $(LIB_FORCE_CFLAGS) -c $< -o $@
 
 # Unit tests link an internal build in which the exported malloc names are
 # renamed (xa_test_malloc, ...), so Check and glibc keep their own malloc.
 $(BUILD)/obj-test/%.o: src/%.c $(wildcard src/*.h src/*.def include/*.h) | $(BUILD)/obj-test
 	@$(if $(Q),echo "  CC TEST $<")
-	$(Q)$(CC) $(LIB_CFLAGS) $(CFLAGS) -DXA_TEST -c $< -o $@
+	$(Q)$(CC) $(LIB_CFLAGS) $(CFLAGS) $(LIB_FORCE_CFLAGS) -DXA_TEST -c $< -o $@
 
 $(BUILD)/obj $(BUILD)/obj-test $(BUILD):
 	mkdir -p $@

@@ -75,13 +75,12 @@ CHECK_TARGETS += check-stats
 
 .PHONY: install-stats uninstall-stats
 install-stats: $(STAT_TOOL)
-	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(INCLUDEDIR)
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCLUDEDIR)
 	$(INSTALL) -m 0755 $(STAT_TOOL) $(DESTDIR)$(BINDIR)/xalloc-stat
-	$(INSTALL) -m 0644 man/xalloc-stat.1 $(DESTDIR)$(MANDIR)/man1/xalloc-stat.1
 	$(INSTALL) -m 0644 include/xalloc_stats_file.h $(DESTDIR)$(INCLUDEDIR)/xalloc_stats_file.h
 
 uninstall-stats:
-	rm -f $(DESTDIR)$(BINDIR)/xalloc-stat $(DESTDIR)$(MANDIR)/man1/xalloc-stat.1
+	rm -f $(DESTDIR)$(BINDIR)/xalloc-stat
 	rm -f $(DESTDIR)$(INCLUDEDIR)/xalloc_stats_file.h
 
 INSTALL_TARGETS += install-stats

@@ -251,7 +251,6 @@ static xa_slab *run_alloc(xa_arena *a, unsigned units)
 }
 
 static void decay_run(xa_arena *a, uint64_t now, bool force, bool whole_chunks_only);
-
 /* Gives a run back: coalesces with free neighbours, indexes it as dirty. */
 static void run_free(xa_arena *a, xa_chunk *c, xa_slab *s)
 {

@@ -41,6 +41,14 @@ static inline uintptr_t enc(uintptr_t p) { return p ^ xa_heap_secret; }
 
 static bool large_cache_flush(xa_heap *h, uint64_t now, bool force);
 
+/* Blocks a thread keeps of other threads' slabs, per class: 64 KiB worth,
+ * between 16 and 256 blocks. */
+static inline uint32_t foreign_limit(unsigned cls)
+{
+    uint32_t n = 65536 / xa_classes[cls].size;
+    return n < 16 ? 16 : n > 256 ? 256 : n;
+}
+
 /* ---- class lists ---- */
 
 static void avail_push_front(xa_heap *h, xa_slab *s)
@@ -278,6 +286,19 @@ void *xa_heap_malloc_slow(xa_heap *h, unsigned cls)
     drain_delayed(h);
     if ((++h->slow_count & 15) == 0)
         xa_heap_upkeep(h);
+    if (cls < XA_FOREIGN_CLASSES) {
+        /* Blocks freed here by this thread but owned by others go first:
+         * reusing them at once is what keeps memory from piling up in
+         * slabs whose owner is busy elsewhere (or idle). */
+        xa_slab *f = &h->foreign[cls];
+        if (h->cur[cls] == f)
+            h->cur[cls] = h->avail[cls] ? h->avail[cls] : &xa_slab_empty;
+        /* Switch only for a batch, so the fast path serves it. */
+        if (f->free && f->reserved - f->used >= foreign_limit(cls) / 2) {
+            h->cur[cls] = f;
+            return xa_heap_malloc_small(h, xa_classes[cls].size);
+        }
+    }
     for (xa_slab *s = h->avail[cls]; s;) {
         xa_slab *next = s->next;
         if (!s->free)
@@ -337,12 +358,10 @@ void xa_heap_free_local_slow(xa_heap *h, xa_slab *s)
     }
 }
 
-void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
+/* Pushes b onto its slab's remote list (or, for a full slab, hands it to
+ * the owner). No statistics. */
+static void push_remote(xa_slab *s, xa_block *b)
 {
-    /* Counted against the block's arena, so per-arena live bytes stay
-     * exact whichever thread frees. */
-    (void)h;
-    __atomic_fetch_add(&chunk_of(b)->arena->remote_nfree[s->cls], 1, __ATOMIC_RELAXED);
     uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
     for (;;) {
         if ((old & XA_TF_MASK) == XA_TF_NOTIFY) {
@@ -374,6 +393,57 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
                                                   (uintptr_t)b | (old & XA_TF_MASK),
                                                   memory_order_release, memory_order_relaxed))
             return;
+    }
+}
+
+void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
+{
+    /* Counted against the block's arena, so per-arena live bytes stay
+     * exact whichever thread frees. */
+    __atomic_fetch_add(&chunk_of(b)->arena->remote_nfree[s->cls], 1, __ATOMIC_RELAXED);
+    unsigned cls = s->cls;
+    if (h != &xa_heap_empty && cls < XA_FOREIGN_CLASSES) {
+        xa_slab *f = &h->foreign[cls];
+        uint32_t n = f->reserved - f->used;
+        if (n < foreign_limit(cls)) {
+            /* Keep it for this thread's next malloc of the class. The slab
+             * still counts it as in use, so nothing changes for its owner.
+             * A block already on the stack links to another block of ours
+             * or to nothing: only then scan for a second free. */
+            uintptr_t link = b->next ^ xa_heap_secret;
+            if (xa_unlikely(link == 0 || xa_region_of((void *)link) != XA_REGION_NONE)) {
+                uint32_t k = n;
+                for (uintptr_t p = f->free; p && k--; p = enc(((xa_block *)p)->next))
+                    if (p == (uintptr_t)b)
+                        xa_fatal("free(): double free of %p (%u-byte block)", (void *)b,
+                                 s->block_size);
+            }
+            b->next = enc(f->free);
+            f->free = (uintptr_t)b;
+            f->reserved++;
+            return;
+        }
+    }
+    push_remote(s, b);
+}
+
+/* Gives the blocks kept in the foreign stacks back to their slabs. */
+static void foreign_flush(xa_heap *h)
+{
+    for (unsigned c = 0; c < XA_FOREIGN_CLASSES; c++) {
+        xa_slab *f = &h->foreign[c];
+        uintptr_t list = f->free;
+        f->free = 0;
+        f->reserved = f->used = 0;
+        if (h->cur[c] == f)
+            h->cur[c] = h->avail[c] ? h->avail[c] : &xa_slab_empty;
+        while (list) {
+            xa_block *b = (xa_block *)list;
+            list = enc(b->next);
+            xa_chunk *ch = chunk_of(b);
+            xa_slab *s = &ch->slabs[ch->first_of[((uintptr_t)b - (uintptr_t)ch) >> XA_UNIT_SHIFT]];
+            push_remote(s, b);
+        }
     }
 }
 
@@ -487,6 +557,11 @@ xa_heap *xa_heap_create(xa_arena *arena)
     }
     for (unsigned c = 0; c < XA_NCLASSES; c++)
         h->cur[c] = &xa_slab_empty;
+    for (unsigned c = 0; c < XA_FOREIGN_CLASSES; c++) {
+        h->foreign[c].kind = XA_RUN_HEADER; /* never found by address */
+        h->foreign[c].cls = (uint8_t)c;
+        h->foreign[c].block_size = xa_classes[c].size;
+    }
     h->arena = arena;
     h->tid = (int)xa_os_gettid();
     h->no_keep = !xa_opt.tcache;
@@ -533,6 +608,7 @@ static void release_or_abandon(xa_slab *s)
 
 void xa_heap_thread_exit(xa_heap *h)
 {
+    foreign_flush(h);
     /* First stop all notifications (waiting out any in flight), so no
      * other thread touches this heap once it is recycled. */
     for (unsigned c = 0; c < XA_NCLASSES; c++)
@@ -580,6 +656,7 @@ void xa_heap_thread_exit(xa_heap *h)
 
 size_t xa_heap_collect(xa_heap *h)
 {
+    foreign_flush(h);
     drain_delayed(h);
     large_cache_flush(h, 0, true);
     size_t trimmed = trim_free_blocks(h);

@@ -14,6 +14,9 @@
 #include "sizeclass.h"
 
 #define XA_LARGE_CACHE_SLOTS 4
+/* Classes up to 8 KiB keep a per-thread stack of blocks this thread freed
+ * but does not own (see xa_heap_free_remote). */
+#define XA_FOREIGN_CLASSES 32
 
 typedef struct xa_heap {
     /* ---- hot ---- */
@@ -35,6 +38,10 @@ typedef struct xa_heap {
     _Atomic uintptr_t large_cache[XA_LARGE_CACHE_SLOTS];
     uint64_t large_cached_bytes;   /* atomic: bytes parked in the slots */
     uint64_t last_trim_ns;         /* last purge of big free blocks */
+    /* Blocks of other threads' slabs freed by this thread, reused by its
+     * next allocations of the class (a pseudo-slab that becomes cur[] when
+     * the real slabs run dry). reserved counts pushes, used pops. */
+    xa_slab foreign[XA_FOREIGN_CLASSES];
     uint64_t trimmed_bytes;        /* bytes of free blocks purged (statistics) */
 } xa_heap;
 

@@ -372,8 +372,12 @@ START_TEST(test_seqlock_never_torn)
     ck_assert_int_eq(pthread_create(&t, NULL, writer, &w), 0);
     static struct xs_snapshot snap;
     uint64_t reads = 0, distinct = 0, last = 0;
-    uint64_t end = xs_now_ns() + 1000000000u;
-    while (xs_now_ns() < end) {
+    /* At least 1 s, and on a loaded machine until enough reads overlapped
+     * enough writes (at most 20 s). */
+    uint64_t end = xs_now_ns() + 1000000000u, hard_end = end + 19000000000u;
+    while (xs_now_ns() < end ||
+           ((reads <= 100 || distinct <= 20 || __atomic_load_n(&w.writes, __ATOMIC_RELAXED) <= 1000) &&
+            xs_now_ns() < hard_end)) {
         ck_assert_int_eq(xs_read(&f, &snap, 1000, err, sizeof err), XS_OK);
         uint64_t v = snap.stats.allocated;
 #define CHK(n, u, d) ck_assert_uint_eq(snap.stats.n, v);
