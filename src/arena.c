@@ -14,7 +14,6 @@
 unsigned xa_narenas = 1;
 xa_arena *xa_arenas[XA_MAX_ARENAS];
 static xa_lock arenas_create_lock = XA_LOCK_INIT(XA_RANK_ARENA_LIST);
-static unsigned next_arena;
 
 /* Huge blocks kept after free, per arena, for the free-then-malloc pattern. */
 #define HUGE_CACHE_MAX_COUNT 8
@@ -47,16 +46,28 @@ xa_arena *xa_arena_get(unsigned i)
 
 xa_arena *xa_arena_choose(void)
 {
-    unsigned n = __atomic_fetch_add(&next_arena, 1, __ATOMIC_RELAXED);
-    unsigned i = n % xa_narenas;
+    /* The arena with the fewest threads bound: spreads concurrent threads
+     * evenly, and a thread that replaces one that exited lands where that
+     * one's freed memory is, instead of growing a fresh arena
+     * (round robin would). Under NUMA, among the arenas of our node. */
+    unsigned first = 0, step = 1;
     if (xa_numa_active && xa_narenas >= (unsigned)xa_numa_nodes) {
-        /* Arena i serves node i % nodes: pick among those of our node. */
-        unsigned nodes = (unsigned)xa_numa_nodes;
-        unsigned node = (unsigned)xa_numa_current_node() % nodes;
-        unsigned per_node = (xa_narenas - node + nodes - 1) / nodes;
-        i = node + (n % per_node) * nodes;
+        step = (unsigned)xa_numa_nodes;
+        first = (unsigned)xa_numa_current_node() % step;
     }
-    xa_arena *a = xa_arena_get(i);
+    unsigned best = first;
+    uint32_t best_threads = UINT32_MAX;
+    for (unsigned i = first; i < xa_narenas; i += step) {
+        xa_arena *a = __atomic_load_n(&xa_arenas[i], __ATOMIC_ACQUIRE);
+        uint32_t t = a ? __atomic_load_n(&a->nthreads, __ATOMIC_RELAXED) : 0;
+        if (t < best_threads) {
+            best_threads = t;
+            best = i;
+            if (t == 0 && a)
+                break; /* an existing idle arena: its memory is warm */
+        }
+    }
+    xa_arena *a = xa_arena_get(best);
     if (!a)
         a = xa_arena_get(0);
     return a;

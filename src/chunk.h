@@ -95,4 +95,16 @@ static inline char *xa_unit_addr(xa_chunk *c, unsigned u)
     return (char *)c + ((size_t)u << XA_UNIT_SHIFT);
 }
 
+/* The chunk of runs holding p (p in its first 2 MiB). */
+static inline xa_chunk *xa_chunk_of(const void *p)
+{
+    return (xa_chunk *)((uintptr_t)p & ~(uintptr_t)(XA_CHUNK_SIZE - 1));
+}
+
+/* Descriptor of the run holding p, p inside chunk c's 2 MiB. */
+static inline xa_slab *xa_run_of(xa_chunk *c, const void *p)
+{
+    return &c->slabs[c->first_of[((uintptr_t)p - (uintptr_t)c) >> XA_UNIT_SHIFT]];
+}
+
 #endif /* XA_CHUNK_H */

@@ -193,7 +193,7 @@ static void drain_delayed(xa_heap *h)
         xa_block *b = (xa_block *)list;
         list = enc(b->next);
         xa_chunk *c = chunk_of(b);
-        xa_slab *s = &c->slabs[c->first_of[((uintptr_t)b - (uintptr_t)c) >> XA_UNIT_SHIFT]];
+        xa_slab *s = xa_run_of(c, b);
         b->next = 0;
         /* Counted as a free when it was freed remotely. */
         h->nfree[s->cls]--;
@@ -441,7 +441,7 @@ static void foreign_flush(xa_heap *h)
             xa_block *b = (xa_block *)list;
             list = enc(b->next);
             xa_chunk *ch = chunk_of(b);
-            xa_slab *s = &ch->slabs[ch->first_of[((uintptr_t)b - (uintptr_t)ch) >> XA_UNIT_SHIFT]];
+            xa_slab *s = xa_run_of(ch, b);
             push_remote(s, b);
         }
     }
@@ -456,7 +456,7 @@ void *xa_heap_large_cache_take(xa_heap *h, unsigned units)
         if (!p)
             continue;
         xa_chunk *c = chunk_of((void *)p);
-        xa_slab *s = &c->slabs[c->first_of[(p - (uintptr_t)c) >> XA_UNIT_SHIFT]];
+        xa_slab *s = xa_run_of(c, (void *)p);
         if (s->units != units)
             continue;
         if (atomic_exchange_explicit(&h->large_cache[i], 0, memory_order_acquire) != p)
@@ -504,7 +504,7 @@ static bool large_cache_flush(xa_heap *h, uint64_t now, bool force)
         if (!p)
             continue;
         xa_chunk *c = chunk_of((void *)p);
-        xa_slab *s = &c->slabs[c->first_of[(p - (uintptr_t)c) >> XA_UNIT_SHIFT]];
+        xa_slab *s = xa_run_of(c, (void *)p);
         if (!force && now - __atomic_load_n(&s->freed_ns, __ATOMIC_RELAXED) < decay_ns) {
             left = true;
             continue;

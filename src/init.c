@@ -14,6 +14,7 @@
 #include "os.h"
 #include "pages.h"
 #include "stats.h"
+#include "stats_collect.h"
 #include "background.h"
 
 bool xa_ready;
@@ -80,6 +81,7 @@ static void fork_prepare(void)
     if (!xa_ready)
         return;
     xa_lock_acquire(&init_lock);
+    xa_stats_collect_fork_prepare();
     xa_heaps_fork_prepare();
     xa_arenas_fork_prepare();
     xa_chunkmap_fork_prepare();
@@ -94,6 +96,7 @@ static void fork_parent(void)
     xa_chunkmap_fork_parent();
     xa_arenas_fork_parent();
     xa_heaps_fork_parent();
+    xa_stats_collect_fork_parent();
     xa_lock_release(&init_lock);
 }
 
@@ -105,6 +108,7 @@ static void fork_child(void)
     xa_chunkmap_fork_child();
     xa_arenas_fork_child();
     xa_heaps_fork_child();
+    xa_stats_collect_fork_child();
     xa_lock_reset(&init_lock);
     xa_background_fork_child();
     xa_stats_fork_child();

@@ -12,6 +12,7 @@
 
 enum xa_lock_rank {
     XA_RANK_INIT = 1,   /* process init */
+    XA_RANK_STATS,      /* statistics collection (scratch buffers) */
     XA_RANK_HEAPS,      /* list of heaps (thread create/exit, stats) */
     XA_RANK_ARENA_LIST, /* creation of arenas */
     XA_RANK_ARENA,      /* one per arena; never two at once */

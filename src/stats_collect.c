@@ -3,6 +3,8 @@
  * arena's byte counts under its lock. See stats_collect.h. */
 #include "stats_collect.h"
 
+#include "lock.h"
+
 #include <string.h>
 
 #include "arena.h"
@@ -12,11 +14,18 @@
 #include "os.h"
 #include "pages.h"
 
+static xa_lock collect_lock = XA_LOCK_INIT(XA_RANK_STATS);
+
+/* Fork handlers (init.c): a child must not inherit the lock held by a
+ * thread that does not exist there. */
+void xa_stats_collect_fork_prepare(void) { xa_lock_acquire(&collect_lock); }
+void xa_stats_collect_fork_parent(void) { xa_lock_release(&collect_lock); }
+void xa_stats_collect_fork_child(void) { xa_lock_reset(&collect_lock); }
+
 void xa_stats_collect(struct xalloc_stats *out)
 {
     static uint64_t nmalloc[XA_NCLASSES], nfree[XA_NCLASSES];
     static int64_t arena_small[XA_MAX_ARENAS];
-    static xa_lock collect_lock = XA_LOCK_INIT(XA_RANK_INIT);
     memset(out, 0, sizeof *out);
     out->size = sizeof *out;
     out->version_major = XALLOC_STATS_VERSION_MAJOR;

@@ -9,5 +9,8 @@
 /* Fills *out with the current process's statistics. Takes the heap-list
  * lock and each arena lock in turn; never call it holding one. */
 void xa_stats_collect(struct xalloc_stats *out);
+void xa_stats_collect_fork_prepare(void);
+void xa_stats_collect_fork_parent(void);
+void xa_stats_collect_fork_child(void);
 
 #endif /* XA_STATS_COLLECT_H */

@@ -7,6 +7,7 @@ set -euo pipefail
 what=${1:-check}
 deb_build="gcc make pkg-config libc6-dev"
 deb_check="check clang libclang-rt-14-dev groff-base jq util-linux binutils shellcheck systemd
+  valgrind strace gnuplot-nox libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
   redis-server redis-tools sqlite3 git python3 perl gcc
   debhelper devscripts dpkg-dev lintian rpm rpmlint dnf createrepo-c
   systemd-container debootstrap"

@@ -7,6 +7,7 @@
  * check_stats_live.c. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <time.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -349,9 +350,13 @@ static void *writer(void *p)
     for (uint64_t v = 1; !w->stop; v++) {
         write_pattern(w->h, v);
         w->writes = v;
-        /* A short pause, so readers sometimes win outright too. */
-        for (int i = 0; i < 2000 && !w->stop; i++)
-            __atomic_load_n(&w->h->seq, __ATOMIC_RELAXED);
+        /* A pause, so a reader's copy (tens of microseconds on a loaded
+         * machine) can complete between two writes; odd writes go straight
+         * on, so reads also overlap writes. */
+        if (v & 1) {
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+        }
     }
     return NULL;
 }

@@ -2,6 +2,8 @@
  * with best fit, coalescing and in-place resize, huge blocks with mremap,
  * decay and purge, statistics of runs. Uses the internal test build. */
 #include <check.h>
+
+#include "unit/unit_main.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,8 +24,7 @@ static xa_slab *slab_of(void *p)
 {
     xa_chunk *c = xa_chunkmap_lookup(p);
     ck_assert_ptr_nonnull(c);
-    uintptr_t off = (uintptr_t)p - (uintptr_t)c;
-    return &c->slabs[c->first_of[off >> XA_UNIT_SHIFT]];
+    return xa_run_of(c, p);
 }
 
 START_TEST(large_blocks_are_unit_aligned_and_disjoint)
@@ -165,7 +166,7 @@ START_TEST(purge_returns_free_chunks)
 }
 END_TEST
 
-int main(void)
+static Suite *make_suite(void)
 {
     Suite *s = suite_create("arena");
     TCase *t = tcase_create("extents");
@@ -176,9 +177,7 @@ int main(void)
     tcase_add_test(t, huge_blocks_map_grow_and_unmap);
     tcase_add_test(t, purge_returns_free_chunks);
     suite_add_tcase(s, t);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+XA_UNIT_MAIN(make_suite)

@@ -1,6 +1,8 @@
 /* check_chunkmap.c: unit tests of the address -> chunk radix map
  * (src/chunkmap.c) and of the internal metadata allocator (src/meta.c). */
 #include <check.h>
+
+#include "unit/unit_main.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,7 +75,7 @@ START_TEST(meta_alloc_is_zeroed_aligned_and_disjoint)
 }
 END_TEST
 
-int main(void)
+static Suite *make_suite(void)
 {
     Suite *s = suite_create("chunkmap+meta");
     TCase *t = tcase_create("core");
@@ -81,9 +83,7 @@ int main(void)
     tcase_add_test(t, set_lookup_clear);
     tcase_add_test(t, meta_alloc_is_zeroed_aligned_and_disjoint);
     suite_add_tcase(s, t);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+XA_UNIT_MAIN(make_suite)

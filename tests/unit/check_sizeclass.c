@@ -3,6 +3,8 @@
  * class that holds it, waste stays bounded, and the divisibility test used
  * to reject interior pointers is exact. */
 #include <check.h>
+
+#include "unit/unit_main.h"
 #include <stdlib.h>
 
 #include "sizeclass.h"
@@ -70,7 +72,7 @@ START_TEST(slab_waste_is_small)
 }
 END_TEST
 
-int main(void)
+static Suite *make_suite(void)
 {
     Suite *s = suite_create("sizeclass");
     TCase *t = tcase_create("tables");
@@ -80,9 +82,7 @@ int main(void)
     tcase_add_test(t, divisibility_test_is_exact);
     tcase_add_test(t, slab_waste_is_small);
     suite_add_tcase(s, t);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+XA_UNIT_MAIN(make_suite)
