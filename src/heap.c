@@ -3,6 +3,7 @@
  * Layer: above arena; calls init.c's thread entry on a thread's first use. */
 #include "heap.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <string.h>
 
@@ -275,7 +276,7 @@ void xa_heap_upkeep(xa_heap *h)
     xa_stats_tick(now);
 }
 
-void *xa_heap_malloc_slow(xa_heap *h, unsigned cls)
+static void *malloc_slow(xa_heap *h, unsigned cls)
 {
     if (h == &xa_heap_empty) {
         h = xa_init_thread();
@@ -326,8 +327,16 @@ void *xa_heap_malloc_slow(xa_heap *h, unsigned cls)
     if (!s->free && s->capacity < s->reserved)
         extend(s);
     if (!s->free)
-        return xa_heap_malloc_slow(h, cls); /* adopted a full slab */
+        return malloc_slow(h, cls); /* adopted a full slab */
     return xa_heap_malloc_small(h, xa_classes[cls].size);
+}
+
+void *xa_heap_malloc_slow(xa_heap *h, unsigned cls)
+{
+    void *p = malloc_slow(h, cls);
+    if (xa_unlikely(!p))
+        errno = ENOMEM;
+    return p;
 }
 
 /* ---- free slow paths ---- */

@@ -122,12 +122,9 @@ static XA_NOINLINE void *malloc_other(size_t size)
 
 XA_FAST_PATH void *malloc_inline(size_t size)
 {
-    if (xa_likely(size <= fast_small_max)) {
-        void *p = xa_heap_malloc_small(xa_tls_heap, size);
-        if (xa_likely(p))
-            return p;
-        return enomem();
-    }
+    /* The slow path sets errno itself, so both calls are tail calls. */
+    if (xa_likely(size <= fast_small_max))
+        return xa_heap_malloc_small(xa_tls_heap, size);
     return malloc_other(size);
 }
 
@@ -209,6 +206,10 @@ static XA_NOINLINE void free_other(void *p)
 {
     if (!p)
         return;
+    if (xa_region_of(p) == XA_REGION_RUNS) { /* junk mode */
+        free_slow(xa_chunk_of(p), p);
+        return;
+    }
     xa_chunk *c = xa_chunkmap_lookup(p);
     if (c) {
         free_slow(c, p);
@@ -223,16 +224,14 @@ static XA_NOINLINE void free_other(void *p)
 
 XA_FAST_PATH void free_inline(void *p)
 {
-    if (xa_likely(xa_region_of(p) == XA_REGION_RUNS)) {
-        uintptr_t a = (uintptr_t)p;
-        xa_chunk *c = (xa_chunk *)(a & ~(uintptr_t)(XA_CHUNK_SIZE - 1));
-        xa_slab *s = &c->slabs[c->first_of[(a >> XA_UNIT_SHIFT) & (XA_UNITS_PER_CHUNK - 1)]];
+    if (xa_likely(xa_region_of(p) == XA_REGION_RUNS && !junk)) {
+        xa_chunk *c = xa_chunk_of(p);
+        xa_slab *s = xa_run_of(c, p);
         xa_heap *h = xa_tls_heap;
         /* The owner's push, when the pointer is a block boundary and not a
          * suspected double free; everything else is sorted out (and
          * reported) by free_slow. */
-        if (xa_likely(s->heap == h && !junk && xa_slab_is_block(s, p) &&
-                      !xa_slab_link_suspect(s, p))) {
+        if (xa_likely(s->heap == h && xa_slab_is_block(s, p) && !xa_slab_link_suspect(s, p))) {
             xa_heap_free_owned(h, s, p);
             return;
         }
