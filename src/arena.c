@@ -18,6 +18,9 @@ static xa_lock arenas_create_lock = XA_LOCK_INIT(XA_RANK_ARENA_LIST);
 /* Huge blocks kept after free, per arena, for the free-then-malloc pattern. */
 #define HUGE_CACHE_MAX_COUNT 8
 #define HUGE_CACHE_MAX_BYTES ((uint64_t)256 << 20)
+/* Bigger blocks are unmapped at once: reusing them saves little next to
+ * their size, and holding them makes RSS lag far behind the program. */
+#define HUGE_CACHE_MAX_BLOCK ((size_t)8 << 20)
 
 void xa_arena_boot(unsigned narenas)
 {
@@ -725,7 +728,8 @@ void xa_huge_free(xa_chunk *c)
     a->huge_bytes -= c->huge_size;
     bool plain = c->huge_ptr == (char *)c + XA_HUGE_HEADER;
     c->huge_ptr = NULL;
-    if (plain && xa_opt.decay_ms > 0 && a->huge_cache_count < HUGE_CACHE_MAX_COUNT &&
+    if (plain && xa_opt.decay_ms > 0 && c->map_size <= HUGE_CACHE_MAX_BLOCK &&
+        a->huge_cache_count < HUGE_CACHE_MAX_COUNT &&
         a->huge_cache_bytes + c->map_size <= HUGE_CACHE_MAX_BYTES) {
         c->freed_ns = xa_os_now_ns();
         huge_link(&a->huge_cache, c);
@@ -750,23 +754,41 @@ void *xa_huge_realloc(xa_chunk *c, size_t new_size)
         c->huge_request = new_size;
         return c->huge_ptr;
     }
+    /* Under the arena lock: the header sits in the huge list, which other
+     * threads walk and relink. The chunk map is always cleared for address
+     * space before it is given up, never after: once given up, another
+     * thread may map it and register it. */
     xa_chunk *n = c;
-    if (xa_os_remap_inplace(c, old_map, map_size) != 0) {
-        if (map_size < old_map)
-            return NULL;
-        n = xa_os_remap_move(c, old_map, map_size, XA_CHUNK_SIZE);
-        if (!n)
-            return NULL;
-    }
     xa_lock_acquire(&a->lock);
-    if (n != c) {
-        /* The old header moved with the pages; fix the list links. */
+    if (map_size < old_map) {
+        uintptr_t keep = XA_ALIGN_UP((uintptr_t)c + map_size, XA_CHUNK_SIZE);
+        uintptr_t end = XA_ALIGN_UP((uintptr_t)c + old_map, XA_CHUNK_SIZE);
+        if (end > keep)
+            xa_chunkmap_set((void *)keep, end - keep, NULL, XA_REGION_NONE);
+        if (xa_os_remap_inplace(c, old_map, map_size) != 0) {
+            if (end > keep)
+                xa_chunkmap_set((void *)keep, end - keep, c, XA_REGION_HUGE);
+            xa_lock_release(&a->lock);
+            return NULL;
+        }
+    } else if (xa_os_remap_inplace(c, old_map, map_size) == 0) {
+        xa_chunkmap_set(c, map_size, c, XA_REGION_HUGE);
+    } else {
+        xa_chunkmap_set(c, old_map, NULL, XA_REGION_NONE);
+        n = xa_os_remap_move(c, old_map, map_size, XA_CHUNK_SIZE);
+        if (!n) {
+            xa_chunkmap_set(c, old_map, c, XA_REGION_HUGE);
+            xa_lock_release(&a->lock);
+            return NULL;
+        }
+        /* The header moved with the pages; fix the list links. */
         if (n->prev)
             n->prev->next = n;
         else
             a->huge_live = n;
         if (n->next)
             n->next->prev = n;
+        xa_chunkmap_set(n, map_size, n, XA_REGION_HUGE);
     }
     a->huge_mapped += map_size - old_map;
     a->huge_bytes += (map_size - off) - n->huge_size;
@@ -775,18 +797,6 @@ void *xa_huge_realloc(xa_chunk *c, size_t new_size)
     n->huge_size = map_size - off;
     n->huge_request = new_size;
     xa_lock_release(&a->lock);
-    if (n != c) {
-        xa_chunkmap_set(c, old_map, NULL, XA_REGION_NONE);
-        xa_chunkmap_set(n, map_size, n, XA_REGION_HUGE);
-    } else if (map_size > old_map) {
-        xa_chunkmap_set(n, map_size, n, XA_REGION_HUGE);
-    } else {
-        /* Shrunk in place: clear regions no longer covered. */
-        uintptr_t keep = XA_ALIGN_UP((uintptr_t)n + map_size, XA_CHUNK_SIZE);
-        uintptr_t end = XA_ALIGN_UP((uintptr_t)n + old_map, XA_CHUNK_SIZE);
-        if (end > keep)
-            xa_chunkmap_set((void *)keep, end - keep, NULL, XA_REGION_NONE);
-    }
     return n->huge_ptr;
 }
 
