@@ -326,15 +326,23 @@ XA_API void *API(realloc)(void *p, size_t size)
         free_inline(p);
         return NULL;
     }
+    xa_heap *h = xa_tls_heap;
+    if (h != &xa_heap_empty)
+        h->nrealloc++;
+    if (xa_likely(xa_region_of(p) == XA_REGION_RUNS)) {
+        /* Common case first: a small block that still fits its class. */
+        xa_slab *s = xa_run_of(xa_chunk_of(p), p);
+        if (s->kind == XA_RUN_SMALL && xa_slab_is_block(s, p) &&
+            (uintptr_t)p - (uintptr_t)s->start < (uintptr_t)s->capacity * s->block_size &&
+            size <= s->block_size && size > s->block_size / 2)
+            return p;
+    }
     xa_chunk *c = xa_chunkmap_lookup(p);
     if (!c) {
         if (!xa_ready)
             return enomem();
         invalid_pointer("realloc", p);
     }
-    xa_heap *h = xa_tls_heap;
-    if (h != &xa_heap_empty)
-        h->nrealloc++;
     size_t old = block_usable("realloc", c, p);
     uintptr_t off = (uintptr_t)p - (uintptr_t)c;
     xa_slab *s = off < XA_CHUNK_SIZE ? &c->slabs[c->first_of[off >> XA_UNIT_SHIFT]] : &c->slabs[0];

@@ -13,12 +13,14 @@ uint32_t xa_sizeclass_rule_size(unsigned cls)
     return (uint32_t)((1u << k) + j * (1u << (k - 2)));
 }
 
-/* Slab length: the fewest units that hold at least 8 blocks (4 for the
- * classes above 128 KiB) while wasting at most 1/16 of the slab on the
- * tail; failing that, the length with the least waste. */
+/* Slab length: the fewest units that hold at least 8 blocks (4 above
+ * 16 KiB, 2 above 64 KiB: a thread keeps one slab per class even when it
+ * is empty, so big slabs of big classes would cost resident memory) while
+ * wasting at most 1/16 of the slab on the tail; failing that, the length
+ * with the least waste. */
 uint32_t xa_sizeclass_rule_units(uint32_t size)
 {
-    uint32_t min_blocks = size > 128 * 1024 ? 4 : 8;
+    uint32_t min_blocks = size > 64 * 1024 ? 2 : size > 16 * 1024 ? 4 : 8;
     uint32_t best = XA_SLAB_MAX_UNITS;
     uint64_t best_waste = UINT64_MAX;
     for (uint32_t u = 1; u <= XA_SLAB_MAX_UNITS; u++) {
@@ -83,22 +85,22 @@ const struct xa_class_info xa_classes[XA_NCLASSES] = {
     {12288, 2, 10, 1, 1501199875790166ULL},
     {14336, 2, 9, 1, 1286742750677285ULL},
     {16384, 2, 8, 1, 1125899906842624ULL},
-    {20480, 3, 9, 1, 900719925474100ULL},
-    {24576, 3, 8, 1, 750599937895083ULL},
+    {20480, 2, 6, 1, 900719925474100ULL},
+    {24576, 2, 5, 1, 750599937895083ULL},
     {28672, 4, 9, 1, 643371375338643ULL},
-    {32768, 4, 8, 1, 562949953421312ULL},
-    {40960, 5, 8, 1, 450359962737050ULL},
-    {49152, 6, 8, 1, 375299968947542ULL},
+    {32768, 2, 4, 1, 562949953421312ULL},
+    {40960, 4, 6, 1, 450359962737050ULL},
+    {49152, 3, 4, 1, 375299968947542ULL},
     {57344, 7, 8, 1, 321685687669322ULL},
-    {65536, 8, 8, 1, 281474976710656ULL},
-    {81920, 10, 8, 1, 225179981368525ULL},
-    {98304, 12, 8, 1, 187649984473771ULL},
-    {114688, 14, 8, 1, 160842843834661ULL},
-    {131072, 16, 8, 1, 140737488355328ULL},
-    {163840, 10, 4, 1, 112589990684263ULL},
-    {196608, 12, 4, 1, 93824992236886ULL},
-    {229376, 14, 4, 1, 80421421917331ULL},
-    {262144, 16, 4, 1, 70368744177664ULL},
+    {65536, 4, 4, 1, 281474976710656ULL},
+    {81920, 4, 3, 1, 225179981368525ULL},
+    {98304, 3, 2, 1, 187649984473771ULL},
+    {114688, 7, 4, 1, 160842843834661ULL},
+    {131072, 4, 2, 1, 140737488355328ULL},
+    {163840, 5, 2, 1, 112589990684263ULL},
+    {196608, 6, 2, 1, 93824992236886ULL},
+    {229376, 7, 2, 1, 80421421917331ULL},
+    {262144, 8, 2, 1, 70368744177664ULL},
 };
 
 const uint8_t xa_class_of_small[(1024 >> 4) + 1] = {

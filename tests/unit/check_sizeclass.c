@@ -20,7 +20,7 @@ START_TEST(tables_follow_rules)
         ck_assert_uint_eq(ci->div_magic, UINT64_MAX / ci->size + 1);
         ck_assert_uint_eq(ci->size % 16, 0);
         ck_assert_uint_le(ci->units, XA_SLAB_MAX_UNITS);
-        ck_assert_uint_ge(ci->blocks, 4);
+        ck_assert_uint_ge(ci->blocks, 2);
         if (c > 0)
             ck_assert_uint_gt(ci->size, xa_classes[c - 1].size);
     }
