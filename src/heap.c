@@ -43,11 +43,17 @@ static inline uintptr_t enc(uintptr_t p) { return p ^ xa_heap_secret; }
 static bool large_cache_flush(xa_heap *h, uint64_t now, bool force);
 
 /* Blocks a thread keeps of other threads' slabs, per class: 64 KiB worth,
- * between 16 and 256 blocks. */
-static inline uint32_t foreign_limit(unsigned cls)
+ * between 16 and 256 blocks. Kept in the pseudo-slab's capacity field
+ * (set at heap creation) so the free path does not divide. */
+static inline uint32_t foreign_limit_of(unsigned cls)
 {
     uint32_t n = 65536 / xa_classes[cls].size;
     return n < 16 ? 16 : n > 256 ? 256 : n;
+}
+
+static inline uint32_t foreign_limit(const xa_heap *h, unsigned cls)
+{
+    return h->foreign[cls].capacity;
 }
 
 /* ---- class lists ---- */
@@ -295,7 +301,7 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
         if (h->cur[cls] == f)
             h->cur[cls] = h->avail[cls] ? h->avail[cls] : &xa_slab_empty;
         /* Switch only for a batch, so the fast path serves it. */
-        if (f->free && f->reserved - f->used >= foreign_limit(cls) / 2) {
+        if (f->free && f->reserved - f->used >= foreign_limit(h, cls) / 2) {
             h->cur[cls] = f;
             return xa_heap_malloc_small(h, xa_classes[cls].size);
         }
@@ -414,7 +420,7 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
     if (h != &xa_heap_empty && cls < XA_FOREIGN_CLASSES) {
         xa_slab *f = &h->foreign[cls];
         uint32_t n = f->reserved - f->used;
-        if (n < foreign_limit(cls)) {
+        if (n < foreign_limit(h, cls)) {
             /* Keep it for this thread's next malloc of the class. The slab
              * still counts it as in use, so nothing changes for its owner.
              * A block already on the stack links to another block of ours
@@ -443,7 +449,7 @@ static void foreign_flush(xa_heap *h)
         xa_slab *f = &h->foreign[c];
         uintptr_t list = f->free;
         f->free = 0;
-        f->reserved = f->used = 0;
+        f->reserved = f->used = 0; /* capacity (the limit) stays */
         if (h->cur[c] == f)
             h->cur[c] = h->avail[c] ? h->avail[c] : &xa_slab_empty;
         while (list) {
@@ -570,6 +576,7 @@ xa_heap *xa_heap_create(xa_arena *arena)
         h->foreign[c].kind = XA_RUN_HEADER; /* never found by address */
         h->foreign[c].cls = (uint8_t)c;
         h->foreign[c].block_size = xa_classes[c].size;
+        h->foreign[c].capacity = foreign_limit_of(c);
     }
     h->arena = arena;
     h->tid = (int)xa_os_gettid();
