@@ -73,6 +73,10 @@ xa_arena *xa_arena_choose(void)
     xa_arena *a = xa_arena_get(best);
     if (!a)
         a = xa_arena_get(0);
+    /* Counted now, not when the heap is made: threads starting together
+     * then spread over arenas instead of all picking the same idle one. */
+    if (a)
+        __atomic_fetch_add(&a->nthreads, 1, __ATOMIC_RELAXED);
     return a;
 }
 

@@ -85,7 +85,9 @@ typedef struct xa_chunk {
     size_t huge_size;         /* huge: usable bytes from huge_ptr */
     size_t huge_request;      /* huge: requested bytes */
     uint64_t freed_ns;        /* huge cache: when it was freed */
-    xa_slab slabs[XA_UNITS_PER_CHUNK];
+    /* Descriptors on 128-byte boundaries: the hot fields of two slabs in
+     * use by two threads never share a cache line. */
+    xa_slab slabs[XA_UNITS_PER_CHUNK] __attribute__((aligned(128)));
 } xa_chunk;
 
 _Static_assert(sizeof(xa_chunk) <= XA_UNIT_SIZE, "chunk header must fit unit 0");

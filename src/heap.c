@@ -581,7 +581,6 @@ xa_heap *xa_heap_create(xa_arena *arena)
     h->arena = arena;
     h->tid = (int)xa_os_gettid();
     h->no_keep = !xa_opt.tcache;
-    __atomic_fetch_add(&arena->nthreads, 1, __ATOMIC_RELAXED);
     xa_lock_acquire(&heaps_lock);
     h->prev_all = NULL;
     h->next_all = heaps_live;

@@ -134,8 +134,10 @@ xa_heap *xa_init_thread(void)
     if (!a)
         return NULL;
     h = xa_heap_create(a);
-    if (!h)
+    if (!h) {
+        __atomic_fetch_sub(&a->nthreads, 1, __ATOMIC_RELAXED);
         return NULL;
+    }
     /* Set before pthread_setspecific, which may allocate. */
     xa_tls_heap = h;
     pthread_setspecific(exit_key, h);
