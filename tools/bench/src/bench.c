@@ -204,7 +204,10 @@ size_t bench_rand_logsize(uint64_t *s, size_t lo, size_t hi)
 
 /* ---- misc ---- */
 
-void *volatile bench_sink_slot;
+/* Thread-local: a shared global written by every thread on every operation
+ * would make the threads fight over one cache line and measure that, not
+ * the allocator. */
+static __thread void *volatile bench_sink_slot;
 
 void bench_sink(void *p)
 {
