@@ -42,6 +42,11 @@ static inline uintptr_t enc(uintptr_t p) { return p ^ xa_heap_secret; }
 
 static bool large_cache_flush(xa_heap *h, uint64_t now, bool force);
 
+/* A clock read on slow paths (upkeep) and used to stamp parked large
+ * blocks: stamping them with a real clock read would cost a vDSO call on
+ * every free of a large block, for a decay measured in seconds. */
+static uint64_t coarse_now_ns;
+
 /* Blocks a thread keeps of other threads' slabs, per class: 64 KiB worth,
  * between 16 and 256 blocks. Kept in the pseudo-slab's capacity field
  * (set at heap creation) so the free path does not divide. */
@@ -253,6 +258,7 @@ static size_t trim_free_blocks(xa_heap *h)
 void xa_heap_upkeep(xa_heap *h)
 {
     uint64_t now = xa_os_now_ns();
+    __atomic_store_n(&coarse_now_ns, now, __ATOMIC_RELAXED);
     /* The heap's own free lists are private: only this thread can trim
      * them, background thread or not. */
     uint64_t decay_ns = (uint64_t)__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) * 1000000u;
@@ -495,7 +501,7 @@ bool xa_heap_large_cache_put(xa_heap *h, xa_chunk *c, xa_slab *s)
         if (atomic_load_explicit(&h->large_cache[i], memory_order_relaxed))
             continue;
         s->in_full = 1; /* marks a parked block: a second free is reported */
-        s->freed_ns = xa_os_now_ns();
+        s->freed_ns = __atomic_load_n(&coarse_now_ns, __ATOMIC_RELAXED);
         if (atomic_compare_exchange_strong_explicit(&h->large_cache[i], &expected, p,
                                                     memory_order_release,
                                                     memory_order_relaxed)) {
@@ -537,6 +543,7 @@ static bool large_cache_flush(xa_heap *h, uint64_t now, bool force)
 bool xa_heaps_decay_caches(uint64_t now)
 {
     bool left = false;
+    __atomic_store_n(&coarse_now_ns, now, __ATOMIC_RELAXED);
     xa_lock_acquire(&heaps_lock);
     for (xa_heap *h = heaps_live; h; h = h->next_all)
         if (__atomic_load_n(&h->large_cached_bytes, __ATOMIC_RELAXED))
