@@ -18,7 +18,7 @@
 /* X(field, unit, description): process totals. Units: "bytes" or "count". */
 #define XALLOC_STATS_TOTALS(X)                                                  \
     X(allocated, bytes, "bytes in live blocks, counted at their class size")  \
-    X(requested, bytes, "bytes requested by the program for live blocks")     \
+    X(requested, bytes, "bytes requested for live blocks (small blocks at their class size)")     \
     X(active, bytes, "bytes of pages holding at least one live block")        \
     X(resident, bytes, "bytes of the heap resident in RAM (estimate)")        \
     X(mapped, bytes, "bytes of address space mapped by the allocator")        \

@@ -536,6 +536,7 @@ void *xa_arena_large_alloc(xa_arena *a, size_t size, bool zero)
     if (s) {
         s->kind = XA_RUN_LARGE;
         s->large_size = size;
+        __atomic_fetch_add(&a->requested_big, size, __ATOMIC_RELAXED);
         a->large_count++;
         a->large_bytes += (uint64_t)units << XA_UNIT_SHIFT;
     }
@@ -560,6 +561,7 @@ void xa_arena_large_free(xa_chunk *c, xa_slab *s)
     }
     a->large_count--;
     a->large_bytes -= (uint64_t)s->units << XA_UNIT_SHIFT;
+    __atomic_fetch_sub(&a->requested_big, s->large_size, __ATOMIC_RELAXED);
     s->kind = XA_RUN_FREE;
     run_free(a, c, s);
     xa_lock_release(&a->lock);
@@ -605,8 +607,10 @@ bool xa_arena_large_resize(xa_chunk *c, xa_slab *s, size_t new_size)
             ok = true;
         }
     }
-    if (ok)
+    if (ok) {
+        __atomic_fetch_add(&a->requested_big, new_size - s->large_size, __ATOMIC_RELAXED);
         s->large_size = new_size;
+    }
     xa_lock_release(&a->lock);
     return ok;
 }
@@ -715,6 +719,7 @@ void *xa_huge_alloc(xa_arena *a, size_t size, size_t align, bool zero)
     huge_link(&a->huge_live, c);
     a->huge_count++;
     a->huge_bytes += c->huge_size;
+    __atomic_fetch_add(&a->requested_big, size, __ATOMIC_RELAXED);
     xa_lock_release(&a->lock);
     return c->huge_ptr;
 }
@@ -730,6 +735,7 @@ void xa_huge_free(xa_chunk *c)
     huge_unlink(&a->huge_live, c);
     a->huge_count--;
     a->huge_bytes -= c->huge_size;
+    __atomic_fetch_sub(&a->requested_big, c->huge_request, __ATOMIC_RELAXED);
     bool plain = c->huge_ptr == (char *)c + XA_HUGE_HEADER;
     c->huge_ptr = NULL;
     if (plain && xa_opt.decay_ms > 0 && c->map_size <= HUGE_CACHE_MAX_BLOCK &&
@@ -755,7 +761,10 @@ void *xa_huge_realloc(xa_chunk *c, size_t new_size)
     size_t map_size = XA_ALIGN_UP(need, XA_OS_PAGE);
     size_t old_map = c->map_size;
     if (map_size == old_map) {
+        xa_lock_acquire(&a->lock);
+        __atomic_fetch_add(&a->requested_big, new_size - c->huge_request, __ATOMIC_RELAXED);
         c->huge_request = new_size;
+        xa_lock_release(&a->lock);
         return c->huge_ptr;
     }
     /* Under the arena lock: the header sits in the huge list, which other
@@ -799,6 +808,7 @@ void *xa_huge_realloc(xa_chunk *c, size_t new_size)
     n->map_size = map_size;
     n->huge_ptr = (char *)n + off;
     n->huge_size = map_size - off;
+    __atomic_fetch_add(&a->requested_big, new_size - n->huge_request, __ATOMIC_RELAXED);
     n->huge_request = new_size;
     xa_lock_release(&a->lock);
     return n->huge_ptr;

@@ -36,6 +36,7 @@ typedef struct xa_arena {
     uint64_t used_units, dirty_units, retained_units;
     uint64_t purged_bytes, npurge;
     uint64_t large_count, large_bytes, huge_count, huge_bytes;
+    uint64_t requested_big;           /* atomic: bytes requested for live large and huge blocks */
     uint64_t class_slabs[XA_NCLASSES], class_capacity[XA_NCLASSES];
     uint64_t class_carved[XA_NCLASSES];
     /* Allocation counts of blocks of this arena: those of exited heaps

@@ -483,6 +483,7 @@ void *xa_heap_large_cache_take(xa_heap *h, unsigned units)
         if (atomic_exchange_explicit(&h->large_cache[i], 0, memory_order_acquire) != p)
             continue; /* the background thread took it meanwhile */
         s->in_full = 0;
+        s->large_size = 0; /* parked: counted as not requested (see put) */
         __atomic_fetch_sub(&h->large_cached_bytes, (uint64_t)units << XA_UNIT_SHIFT,
                            __ATOMIC_RELAXED);
         return (void *)p;
@@ -502,12 +503,19 @@ bool xa_heap_large_cache_put(xa_heap *h, xa_chunk *c, xa_slab *s)
             continue;
         s->in_full = 1; /* marks a parked block: a second free is reported */
         s->freed_ns = __atomic_load_n(&coarse_now_ns, __ATOMIC_RELAXED);
+        /* Freed as far as the program is concerned: not requested any more.
+         * Done before the block is published, since whoever takes it from
+         * the slot next may free it to the arena at once. */
+        size_t req = s->large_size;
+        s->large_size = 0;
         if (atomic_compare_exchange_strong_explicit(&h->large_cache[i], &expected, p,
                                                     memory_order_release,
                                                     memory_order_relaxed)) {
             __atomic_fetch_add(&h->large_cached_bytes, bytes, __ATOMIC_RELAXED);
+            __atomic_fetch_sub(&c->arena->requested_big, req, __ATOMIC_RELAXED);
             return true;
         }
+        s->large_size = req;
         s->in_full = 0;
     }
     return false;

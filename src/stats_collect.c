@@ -90,6 +90,7 @@ void xa_stats_collect(struct xalloc_stats *out)
         out->large_bytes += a->large_bytes;
         out->huge_count += a->huge_count;
         out->huge_bytes += a->huge_bytes;
+        out->requested += __atomic_load_n(&a->requested_big, __ATOMIC_RELAXED);
         carved_bytes += xa_pages_thp ? chunk_bytes : carved + a->large_bytes;
         headers += a->nchunks * XA_OS_PAGE;
         xa_lock_release(&a->lock);
@@ -118,7 +119,12 @@ void xa_stats_collect(struct xalloc_stats *out)
     out->large_bytes -= large_cached;
     out->dirty += large_cached;
     out->allocated = small_allocated + out->large_bytes + out->huge_bytes;
-    out->requested = 0; /* not tracked per block: it would cost the fast path */
+    /* Requested sizes of small blocks are not kept (it would cost the fast
+     * path): they count at their class size; large and huge blocks count
+     * at the size asked for. */
+    out->requested += small_allocated;
+    if (out->requested > out->allocated) /* parked large blocks */
+        out->requested = out->allocated;
     out->metadata = xa_meta_mapped();
     out->mapped += out->metadata;
     out->resident = carved_bytes + out->huge_bytes + headers + out->metadata;

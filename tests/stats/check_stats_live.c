@@ -126,8 +126,9 @@ START_TEST(test_exact_counts)
                   "nmalloc grew by %lu, expected %d; other classes:%s",
                   (unsigned long)(after.nmalloc - before.nmalloc), N_SMALL + N_MED, extra);
     ck_assert_uint_eq(after.classes[ks].nmalloc - before.classes[ks].nmalloc, N_SMALL);
-    if (before.requested || after.requested) /* "where known" */
-        ck_assert_uint_eq(after.requested - before.requested, N_SMALL * 40 + N_MED * 1000);
+    /* Small blocks count at their class size in requested (their request
+     * is not kept). */
+    ck_assert_uint_eq(after.requested - before.requested, (uint64_t)N_SMALL * cs + N_MED * cm);
     ck_assert_uint_le(after.allocated, after.active);
     ck_assert_uint_le(after.active, after.mapped);
     uint64_t arena_sum = 0;
@@ -165,6 +166,23 @@ START_TEST(test_large_counts)
     ck_assert_uint_eq(after.allocated - before.allocated, 8 * malloc_usable_size(p[0]));
     for (int i = 0; i < 8; i++)
         free(p[i]);
+    /* Large and huge blocks count at the size asked for in requested. */
+    static const size_t sizes[3] = {300000, 1000001, 5u << 20};
+    /* volatile: the compiler may drop a malloc whose block is never used. */
+    char *volatile q[3];
+    ck_assert_int_eq(xalloc_stats_get(&before), 0);
+    for (int i = 0; i < 3; i++) {
+        q[i] = malloc(sizes[i]);
+        ck_assert_ptr_nonnull(q[i]);
+        q[i][0] = 1;
+    }
+    ck_assert_int_eq(xalloc_stats_get(&after), 0);
+    ck_assert_uint_eq(after.requested - before.requested, 300000 + 1000001 + (5u << 20));
+    q[1] = realloc(q[1], 1200000);
+    ck_assert_int_eq(xalloc_stats_get(&after), 0);
+    ck_assert_uint_eq(after.requested - before.requested, 300000 + 1200000 + (5u << 20));
+    for (int i = 0; i < 3; i++)
+        free(q[i]);
 }
 END_TEST
 
