@@ -80,11 +80,6 @@ xa_arena *xa_arena_choose(void)
     return a;
 }
 
-static inline xa_chunk *chunk_of(const void *p)
-{
-    return (xa_chunk *)XA_ALIGN_DOWN((uintptr_t)p, XA_CHUNK_SIZE);
-}
-
 /* ---- bins of free runs ---- */
 
 static void bin_insert(xa_arena *a, xa_slab *s)
@@ -248,7 +243,7 @@ static xa_slab *run_alloc(xa_arena *a, unsigned units)
     }
     unsigned n = (unsigned)__builtin_ctz(mask);
     xa_slab *s = a->bin_head[n];
-    xa_chunk *c = chunk_of(s);
+    xa_chunk *c = xa_chunk_of(s);
     unsigned dunits = s->dunits;
     bool zeroed = s->zeroed;
     uint64_t when = s->freed_ns;
@@ -311,7 +306,7 @@ static void run_free(xa_arena *a, xa_chunk *c, xa_slab *s)
 
 static size_t purge_free_run(xa_arena *a, xa_slab *s, bool whole_chunks_only)
 {
-    xa_chunk *c = chunk_of(s);
+    xa_chunk *c = xa_chunk_of(s);
     size_t bytes = (size_t)s->units << XA_UNIT_SHIFT;
     if (c->used_units == 0) {
         chunk_release(a, c);
@@ -398,7 +393,7 @@ xa_slab *xa_arena_slab_new(xa_arena *a, unsigned cls, struct xa_heap *heap)
     xa_lock_acquire(&a->lock);
     xa_slab *s = run_alloc(a, ci->units);
     if (s) {
-        xa_chunk *c = chunk_of(s);
+        xa_chunk *c = xa_chunk_of(s);
         s->kind = XA_RUN_SMALL;
         s->cls = (uint8_t)cls;
         s->block_size = ci->size;
@@ -415,7 +410,7 @@ xa_slab *xa_arena_slab_new(xa_arena *a, unsigned cls, struct xa_heap *heap)
 
 void xa_arena_note_carved(xa_slab *s, uint32_t n)
 {
-    xa_arena *a = chunk_of(s)->arena;
+    xa_arena *a = xa_chunk_of(s)->arena;
     __atomic_fetch_add(&a->class_carved[s->cls], n, __ATOMIC_RELAXED);
 }
 
@@ -451,27 +446,22 @@ void xa_arena_slab_abandon(xa_chunk *c, xa_slab *s)
     xa_lock_release(&a->lock);
 }
 
-/* Moves the remote frees of an ownerless slab onto its free list. The
- * arena lock stands in for the owner. Returns blocks collected. */
-static uint32_t collect_orphan(xa_slab *s)
+uint32_t xa_slab_collect(xa_slab *s)
 {
     uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
-    while (old & ~XA_TF_MASK) {
-        if (atomic_compare_exchange_weak_explicit(&s->thread_free, &old, old & XA_TF_MASK,
+    if (!(old & ~XA_TF_MASK))
+        return 0;
+    /* Take the list, keep the state bits. */
+    while (!atomic_compare_exchange_weak_explicit(&s->thread_free, &old, old & XA_TF_MASK,
                                                   memory_order_acquire, memory_order_relaxed))
-            break;
-    }
-    uintptr_t list = old & ~XA_TF_MASK;
-    uint32_t n = 0;
-    extern uintptr_t xa_heap_secret;
-    while (list) {
-        xa_block *b = (xa_block *)list;
-        uintptr_t next = b->next ^ xa_heap_secret;
-        b->next = s->free ^ xa_heap_secret;
-        s->free = list;
-        list = next;
+        ;
+    uintptr_t head = old & ~XA_TF_MASK;
+    uint32_t n = 1;
+    xa_block *tail = (xa_block *)head;
+    for (uintptr_t next; (next = tail->next ^ xa_heap_secret) != 0; tail = (xa_block *)next)
         n++;
-    }
+    tail->next = s->free ^ xa_heap_secret;
+    s->free = head;
     s->used -= n;
     return n;
 }
@@ -493,10 +483,10 @@ static size_t reclaim_abandoned(xa_arena *a)
     for (unsigned cls = 0; cls < XA_NCLASSES; cls++) {
         for (xa_slab *s = a->abandoned[cls]; s;) {
             xa_slab *next = s->next;
-            collect_orphan(s);
+            xa_slab_collect(s);
             if (s->used == 0) {
                 abandoned_unlink(a, s);
-                slab_release_locked(a, chunk_of(s), s);
+                slab_release_locked(a, xa_chunk_of(s), s);
                 freed++;
             }
             s = next;
@@ -513,7 +503,7 @@ xa_slab *xa_arena_slab_adopt(xa_arena *a, unsigned cls, struct xa_heap *heap)
     xa_slab *s = a->abandoned[cls];
     if (s) {
         abandoned_unlink(a, s);
-        collect_orphan(s);
+        xa_slab_collect(s);
         /* Back to a normal owner: remote frees may notify again. */
         uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
         while (!atomic_compare_exchange_weak_explicit(&s->thread_free, &old,
@@ -543,7 +533,7 @@ void *xa_arena_large_alloc(xa_arena *a, size_t size, bool zero)
     xa_lock_release(&a->lock);
     if (!s)
         return NULL;
-    void *p = xa_unit_addr(chunk_of(s), s->first_unit);
+    void *p = xa_unit_addr(xa_chunk_of(s), s->first_unit);
     if (zero && !s->zeroed)
         memset(p, 0, size);
     s->zeroed = 0;

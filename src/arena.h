@@ -63,6 +63,10 @@ xa_slab *xa_arena_slab_adopt(xa_arena *a, unsigned cls, struct xa_heap *heap);
 void xa_arena_slab_free(xa_chunk *c, xa_slab *s);
 /* Hands a non-empty slab to the arena (owner thread exits). */
 void xa_arena_slab_abandon(xa_chunk *c, xa_slab *s);
+/* Moves a slab's remote frees onto its free list; the caller owns the
+ * slab (its heap's thread, or the arena lock for an ownerless one).
+ * Returns the blocks moved. */
+uint32_t xa_slab_collect(xa_slab *s);
 /* Counts blocks carved from a slab (statistics). */
 void xa_arena_note_carved(xa_slab *s, uint32_t n);
 

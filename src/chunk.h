@@ -37,6 +37,10 @@ typedef struct xa_block {
     uintptr_t next; /* encoded with the process secret */
 } xa_block;
 
+/* The secret every free-list link is XORed with (defined in heap.c, set
+ * once by init before the first block exists). */
+extern uintptr_t xa_heap_secret;
+
 struct xa_heap;
 struct xa_arena;
 

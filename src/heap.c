@@ -33,11 +33,6 @@ static uint64_t heaps_count;
 static uint64_t dead_nmalloc_big, dead_nfree_big, dead_nrealloc;
 static uint64_t next_global_decay_ns;
 
-static inline xa_chunk *chunk_of(const void *p)
-{
-    return (xa_chunk *)XA_ALIGN_DOWN((uintptr_t)p, XA_CHUNK_SIZE);
-}
-
 static inline uintptr_t enc(uintptr_t p) { return p ^ xa_heap_secret; }
 
 static bool large_cache_flush(xa_heap *h, uint64_t now, bool force);
@@ -127,26 +122,6 @@ static void full_remove(xa_heap *h, xa_slab *s)
 
 /* ---- collection ---- */
 
-/* Moves remote frees onto the owner's free list. Returns blocks moved. */
-static uint32_t collect(xa_slab *s)
-{
-    uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
-    if (!(old & ~XA_TF_MASK))
-        return 0;
-    while (!atomic_compare_exchange_weak_explicit(&s->thread_free, &old, old & XA_TF_MASK,
-                                                  memory_order_acquire, memory_order_relaxed))
-        ;
-    uintptr_t head = old & ~XA_TF_MASK;
-    uint32_t n = 1;
-    xa_block *tail = (xa_block *)head;
-    for (uintptr_t next; (next = enc(tail->next)) != 0; tail = (xa_block *)next)
-        n++;
-    tail->next = enc(s->free);
-    s->free = head;
-    s->used -= n;
-    return n;
-}
-
 /* Carves the next batch of never-used blocks onto the free list. Blocks are
  * linked as carved, so pages of the slab not reached stay untouched. */
 static void extend(xa_slab *s)
@@ -204,7 +179,7 @@ static void drain_delayed(xa_heap *h)
     while (list) {
         xa_block *b = (xa_block *)list;
         list = enc(b->next);
-        xa_chunk *c = chunk_of(b);
+        xa_chunk *c = xa_chunk_of(b);
         xa_slab *s = xa_run_of(c, b);
         b->next = 0;
         /* Counted as a free when it was freed remotely. */
@@ -236,7 +211,7 @@ static size_t trim_free_blocks(xa_heap *h)
         return 0; /* would split huge pages: thp:always returns whole chunks */
     for (unsigned c = xa_size_class(TRIM_MIN_BLOCK); c < XA_NCLASSES; c++) {
         for (xa_slab *s = h->avail[c]; s; s = s->next) {
-            collect(s);
+            xa_slab_collect(s);
             uint32_t limit = s->reserved;
             for (uintptr_t p = s->free; p && limit--; p = enc(((xa_block *)p)->next)) {
                 uintptr_t *words = (uintptr_t *)p;
@@ -315,7 +290,7 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
     for (xa_slab *s = h->avail[cls]; s;) {
         xa_slab *next = s->next;
         if (!s->free)
-            collect(s);
+            xa_slab_collect(s);
         if (!s->free && s->capacity < s->reserved)
             extend(s);
         if (s->free) {
@@ -375,7 +350,7 @@ void xa_heap_free_local_slow(xa_heap *h, xa_slab *s)
         /* Empty and not current: back to the arena, where it coalesces
          * and, once decayed, is returned to the OS. */
         avail_remove(h, s);
-        xa_arena_slab_free(chunk_of(s), s);
+        xa_arena_slab_free(xa_chunk_of(s), s);
     }
 }
 
@@ -421,7 +396,7 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
 {
     /* Counted against the block's arena, so per-arena live bytes stay
      * exact whichever thread frees. */
-    __atomic_fetch_add(&chunk_of(b)->arena->remote_nfree[s->cls], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&xa_chunk_of(b)->arena->remote_nfree[s->cls], 1, __ATOMIC_RELAXED);
     unsigned cls = s->cls;
     if (h != &xa_heap_empty && cls < XA_FOREIGN_CLASSES) {
         xa_slab *f = &h->foreign[cls];
@@ -461,7 +436,7 @@ static void foreign_flush(xa_heap *h)
         while (list) {
             xa_block *b = (xa_block *)list;
             list = enc(b->next);
-            xa_chunk *ch = chunk_of(b);
+            xa_chunk *ch = xa_chunk_of(b);
             xa_slab *s = xa_run_of(ch, b);
             push_remote(s, b);
         }
@@ -476,7 +451,7 @@ void *xa_heap_large_cache_take(xa_heap *h, unsigned units)
         uintptr_t p = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
         if (!p)
             continue;
-        xa_chunk *c = chunk_of((void *)p);
+        xa_chunk *c = xa_chunk_of((void *)p);
         xa_slab *s = xa_run_of(c, (void *)p);
         if (s->units != units)
             continue;
@@ -532,7 +507,7 @@ static bool large_cache_flush(xa_heap *h, uint64_t now, bool force)
         uintptr_t p = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
         if (!p)
             continue;
-        xa_chunk *c = chunk_of((void *)p);
+        xa_chunk *c = xa_chunk_of((void *)p);
         xa_slab *s = xa_run_of(c, (void *)p);
         if (!force && now - __atomic_load_n(&s->freed_ns, __ATOMIC_RELAXED) < decay_ns) {
             left = true;
@@ -627,12 +602,12 @@ static void release_or_abandon(xa_slab *s)
 {
     s->in_full = 0;
     s->next = s->prev = NULL;
-    collect(s);
+    xa_slab_collect(s);
     if (s->used == 0) {
         s->heap = NULL;
-        xa_arena_slab_free(chunk_of(s), s);
+        xa_arena_slab_free(xa_chunk_of(s), s);
     } else {
-        xa_arena_slab_abandon(chunk_of(s), s);
+        xa_arena_slab_abandon(xa_chunk_of(s), s);
     }
 }
 
@@ -693,10 +668,10 @@ size_t xa_heap_collect(xa_heap *h)
     for (unsigned c = 0; c < XA_NCLASSES; c++) {
         for (xa_slab *s = h->avail[c]; s;) {
             xa_slab *next = s->next;
-            collect(s);
+            xa_slab_collect(s);
             if (s->used == 0) {
                 avail_remove(h, s);
-                xa_arena_slab_free(chunk_of(s), s);
+                xa_arena_slab_free(xa_chunk_of(s), s);
             }
             s = next;
         }

@@ -47,7 +47,6 @@ typedef struct xa_heap {
 
 extern xa_heap xa_heap_empty;
 extern xa_slab xa_slab_empty;
-extern uintptr_t xa_heap_secret;
 extern __thread xa_heap *xa_tls_heap __attribute__((tls_model("initial-exec")));
 
 /* ---- slow paths (heap.c) ---- */

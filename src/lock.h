@@ -16,7 +16,6 @@ enum xa_lock_rank {
     XA_RANK_HEAPS,      /* list of heaps (thread create/exit, stats) */
     XA_RANK_ARENA_LIST, /* creation of arenas */
     XA_RANK_ARENA,      /* one per arena; never two at once */
-    XA_RANK_HUGE,       /* huge-block registry of an arena */
     XA_RANK_CHUNKMAP,   /* radix leaf creation */
     XA_RANK_META,       /* internal metadata allocator */
 };

@@ -137,13 +137,20 @@ static XA_NOINLINE __attribute__((noreturn)) void invalid_pointer(const char *fn
              fn, p);
 }
 
+/* Descriptor of the run holding p: slabs[0] of a huge block's mapping when
+ * p lies beyond its first 2 MiB. */
+static inline xa_slab *run_or_huge(xa_chunk *c, const void *p)
+{
+    return (uintptr_t)p - (uintptr_t)c < XA_CHUNK_SIZE ? xa_run_of(c, p) : &c->slabs[0];
+}
+
 /* Usable size of a block, validating the pointer; fn names the caller in
  * the report. */
 static size_t block_usable(const char *fn, xa_chunk *c, void *p)
 {
     uintptr_t off = (uintptr_t)p - (uintptr_t)c;
     if (off < XA_CHUNK_SIZE) {
-        xa_slab *s = &c->slabs[c->first_of[off >> XA_UNIT_SHIFT]];
+        xa_slab *s = xa_run_of(c, p);
         switch (s->kind) {
         case XA_RUN_SMALL: {
             uintptr_t rel = (uintptr_t)p - (uintptr_t)s->start;
@@ -195,8 +202,7 @@ static XA_NOINLINE void free_generic(xa_chunk *c, void *p)
 {
     xa_heap *h = xa_tls_heap;
     block_usable("free", c, p);
-    uintptr_t off = (uintptr_t)p - (uintptr_t)c;
-    xa_slab *s = off < XA_CHUNK_SIZE ? &c->slabs[c->first_of[off >> XA_UNIT_SHIFT]] : &c->slabs[0];
+    xa_slab *s = run_or_huge(c, p);
     switch (s->kind) {
     case XA_RUN_SMALL:
         if (s->heap == h) {
@@ -369,8 +375,7 @@ XA_API void *API(realloc)(void *p, size_t size)
         invalid_pointer("realloc", p);
     }
     size_t old = block_usable("realloc", c, p);
-    uintptr_t off = (uintptr_t)p - (uintptr_t)c;
-    xa_slab *s = off < XA_CHUNK_SIZE ? &c->slabs[c->first_of[off >> XA_UNIT_SHIFT]] : &c->slabs[0];
+    xa_slab *s = run_or_huge(c, p);
     if (s->kind == XA_RUN_SMALL) {
         /* Same block while the new size still uses at least half of it. */
         if (size <= old && size > old / 2)
