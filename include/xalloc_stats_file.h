@@ -39,6 +39,7 @@ enum xalloc_stats_command {
     XALLOC_STATS_CMD_PURGE = 1, /* xalloc_purge() */
     XALLOC_STATS_CMD_SET = 2,   /* xalloc_config_set(arg) */
     XALLOC_STATS_CMD_PUBLISH = 3, /* refresh the snapshot now */
+    XALLOC_STATS_CMD_DUMP = 4,    /* write a heap profile (profiling build) */
 };
 
 struct xalloc_stats_file_config {

@@ -283,6 +283,8 @@ static void publish(uint64_t now)
     set_next_due(now + interval_ns());
 }
 
+int (*xa_stats_dump_hook)(char *msg, unsigned long cap);
+
 /* Serves a pending request, if any. Pre: busy held, st.map valid.
  * Returns true when one was served. */
 static bool serve_request(void)
@@ -322,6 +324,14 @@ static bool serve_request(void)
         } else {
             status = EINVAL;
             xa_snprintf(msg, sizeof msg, "%s", why[0] ? why : "rejected");
+        }
+    } else if (cmd == XALLOC_STATS_CMD_DUMP) {
+        if (xa_stats_dump_hook) {
+            status = xa_stats_dump_hook(msg, sizeof msg);
+        } else {
+            status = ENOTSUP;
+            xa_strlcpy(msg, "no profiler in this library: preload libxalloc-prof.so.1 with prof:true",
+                       sizeof msg);
         }
     } else if (cmd == XALLOC_STATS_CMD_PUBLISH) {
         xa_strlcpy(msg, "published", sizeof msg);

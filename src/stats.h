@@ -26,4 +26,10 @@ void xa_stats_tick(uint64_t now_ns);
  * is left alone. */
 void xa_stats_fork_child(void);
 
+/* Set by the profiling module at its boot (NULL in libxalloc.so.1): writes
+ * a heap profile now and puts its path (or why not) in msg. Returns 0 on
+ * success or an errno value. Called by the serving thread for
+ * XALLOC_STATS_CMD_DUMP requests, with no allocator lock held. */
+extern int (*xa_stats_dump_hook)(char *msg, unsigned long cap);
+
 #endif /* XA_STATS_H */
