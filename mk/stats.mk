@@ -5,6 +5,7 @@
 # and nothing else of src/: it reads other processes' statistics files
 # through the ABI headers only.
 # CI packages: check (libcheck), jq, redis-server, redis-tools, util-linux.
+# lifetime.sh runs in a mount namespace of its own when root (unshare -m).
 
 STAT_TOOL := $(BUILD)/xalloc-stat
 STAT_TOOL_SRCS := tools/xalloc-stat/main.c tools/xalloc-stat/statfile.c src/stats_report.c
@@ -48,9 +49,25 @@ $(STATS_TEST_DIR)/holder: tests/stats/holder.c
 	@mkdir -p $(dir $@)
 	$(CC) $(STATS_TEST_CFLAGS) -o $@ $<
 
-.PHONY: check-stats check-stats-unit check-stats-live check-stats-tool check-stats-redis
-## check-stats: statistics tests: emitter, file protocol, live library, xalloc-stat, redis
-check-stats: check-stats-unit check-stats-live check-stats-tool check-stats-redis
+# Short-lived publishers (lifetime.sh), a content-verified workload and the
+# statistics file fuzzer (fuzz.sh).
+$(STATS_TEST_DIR)/lifer: tests/stats/lifer.c
+	@mkdir -p $(dir $@)
+	$(CC) $(STATS_TEST_CFLAGS) -o $@ $<
+
+$(STATS_TEST_DIR)/victim: tests/stats/victim.c
+	@mkdir -p $(dir $@)
+	$(CC) $(STATS_TEST_CFLAGS) -o $@ $<
+
+$(STATS_TEST_DIR)/fuzz_statfile: tests/stats/fuzz_statfile.c include/xalloc_stats_file.h include/xalloc_stats.h
+	@mkdir -p $(dir $@)
+	$(CC) $(STATS_TEST_CFLAGS) -o $@ $<
+
+.PHONY: check-stats check-stats-unit check-stats-live check-stats-tool check-stats-redis \
+        check-stats-lifetime check-stats-fuzz
+## check-stats: statistics tests: emitter, file protocol, live library, xalloc-stat, redis, lifetime, fuzz
+check-stats: check-stats-unit check-stats-live check-stats-tool check-stats-redis \
+        check-stats-lifetime check-stats-fuzz
 
 ## check-stats-unit: report emitter and statistics file protocol (no allocator needed)
 check-stats-unit: $(STATS_TEST_DIR)/check_stats_file
@@ -64,6 +81,16 @@ check-stats-live: $(STATS_TEST_DIR)/check_stats_live $(LIB)
 check-stats-tool: $(STAT_TOOL) $(STATS_TEST_DIR)/holder $(LIB)
 	timeout 180 tests/stats/tool.sh $(abspath $(LIB)) $(abspath $(STAT_TOOL)) \
 	  $(abspath $(STATS_TEST_DIR)/holder)
+
+## check-stats-lifetime: 1,000 killed processes leave nothing; exec; read-only and full /dev/shm (~30 s)
+check-stats-lifetime: $(STAT_TOOL) $(STATS_TEST_DIR)/lifer $(STATS_TEST_DIR)/holder $(LIB)
+	timeout 300 tests/stats/lifetime.sh $(abspath $(LIB)) $(abspath $(STAT_TOOL)) \
+	  $(abspath $(STATS_TEST_DIR)/lifer) $(abspath $(STATS_TEST_DIR)/holder)
+
+## check-stats-fuzz: a process survives any content of its statistics file, heap verified (~10 s)
+check-stats-fuzz: $(STAT_TOOL) $(STATS_TEST_DIR)/victim $(STATS_TEST_DIR)/fuzz_statfile $(LIB)
+	timeout 120 tests/stats/fuzz.sh $(abspath $(LIB)) $(abspath $(STAT_TOOL)) \
+	  $(abspath $(STATS_TEST_DIR)/victim) $(abspath $(STATS_TEST_DIR)/fuzz_statfile) 8
 
 ## check-stats-redis: xalloc-stat against redis-server under LD_PRELOAD
 check-stats-redis: $(STAT_TOOL) $(LIB)

@@ -587,6 +587,15 @@ static void emit_json(struct out *o, const struct xalloc_stats *s,
         put_char(o, ',');
         end_line(o);
     }
+    if (info->has_requests) {
+        json_key(o, "  ", "requests");
+        put_str(o, "{\"served\": ");
+        put_u64(o, info->requests_served);
+        put_str(o, ", \"ignored\": ");
+        put_u64(o, info->requests_ignored);
+        put_str(o, "},");
+        end_line(o);
+    }
     json_key(o, "  ", "totals");
     put_char(o, '{');
     end_line(o);
@@ -799,6 +808,19 @@ static void emit_prometheus(struct out *o, const struct xalloc_stats *s,
             put_u64(o, s->classes[c].size);
             put_str(o, "\"} ");
             put_u64(o, field_value(&s->classes[c], &class_fields[i]));
+            end_line(o);
+        }
+    }
+    if (info->has_requests) {
+        put_str(o, "# HELP xalloc_stats_requests_total requests sent through xalloc-stat, by outcome");
+        end_line(o);
+        put_str(o, "# TYPE xalloc_stats_requests_total counter");
+        end_line(o);
+        for (int i = 0; i < 2; i++) {
+            put_str(o, "xalloc_stats_requests_total");
+            prom_labels(o, info);
+            put_str(o, i ? ",result=\"ignored\"} " : ",result=\"served\"} ");
+            put_u64(o, i ? info->requests_ignored : info->requests_served);
             end_line(o);
         }
     }

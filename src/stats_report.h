@@ -46,6 +46,9 @@ struct xa_report_info {
     unsigned config_count;
     const struct xa_report_kernel *kernel;
     int summary_header;  /* XA_REPORT_SUMMARY: emit the column titles first */
+    int has_requests;    /* the two counters below are known (format >= 1.1) */
+    uint64_t requests_served;  /* requests the process acted on */
+    uint64_t requests_ignored; /* requests it refused as unknown, malformed or not allowed */
 };
 
 /* Emits the report of s in fmt through write. s->arenas_count and

@@ -22,7 +22,7 @@
 #define TOOL_VERSION                                                            \
     STR(XALLOC_VERSION_MAJOR) "." STR(XALLOC_VERSION_MINOR) "." STR(XALLOC_VERSION_PATCH)
 
-enum mode { M_REPORT, M_CONFIG, M_ALL, M_PURGE, M_SET };
+enum mode { M_REPORT, M_CONFIG, M_ALL, M_PURGE, M_SET, M_DUMP };
 
 struct opts {
     enum mode mode;
@@ -44,6 +44,7 @@ static void usage(FILE *fp)
             "       xalloc-stat --config PID\n"
             "       xalloc-stat --purge PID\n"
             "       xalloc-stat --set KEY:VALUE PID\n"
+            "       xalloc-stat --dump PID\n"
             "       xalloc-stat --file PATH [--json | --prometheus | --config]\n"
             "options:\n"
             "  --json              one JSON object\n"
@@ -55,6 +56,8 @@ static void usage(FILE *fp)
             "  --purge             make the process return its free memory now\n"
             "  --set KEY:VALUE     change a run-time option (decay_ms, background_thread,\n"
             "                      stats_interval_ms)\n"
+            "  --dump              write a heap profile now (profiling build) and print\n"
+            "                      its path\n"
             "  --dir DIR           also look in DIR (the process's stats_dir)\n"
             "  --file PATH         read a statistics file directly\n"
             "  --timeout SECONDS   how long --purge/--set wait for the answer\n"
@@ -90,6 +93,11 @@ static void report(const struct opts *o, struct xs_file *f, const struct xs_snap
     info.config = snap->hdr.config;
     info.config_count = snap->hdr.config_count;
     info.summary_header = summary_header;
+    if (snap->hdr.version_minor >= 1) {
+        info.has_requests = 1;
+        info.requests_served = snap->hdr.requests_served;
+        info.requests_ignored = snap->hdr.requests_ignored;
+    }
     if (o->kernel && f->pid && fmt != XA_REPORT_SUMMARY && fmt != XA_REPORT_CONFIG &&
         xs_kernel(f->pid, &k))
         info.kernel = &k;
@@ -254,7 +262,9 @@ static int cmd_control(const struct opts *o, long pid)
     }
     char msg[512];
     uint64_t result = 0;
-    uint32_t cmd = o->mode == M_PURGE ? XALLOC_STATS_CMD_PURGE : XALLOC_STATS_CMD_SET;
+    uint32_t cmd = o->mode == M_PURGE  ? XALLOC_STATS_CMD_PURGE
+                   : o->mode == M_DUMP ? XALLOC_STATS_CMD_DUMP
+                                       : XALLOC_STATS_CMD_SET;
     enum xs_status st = xs_request(&f, cmd, o->set_arg, (int)(t * 1000), &result, msg, sizeof msg);
     long who = f.pid ? f.pid : snap.hdr.pid;
     if (st == XS_OK)
@@ -281,7 +291,7 @@ int main(int argc, char **argv)
 {
     struct opts o = {.mode = M_REPORT, .format = XA_REPORT_TEXT, .kernel = true};
     enum { O_JSON = 256, O_PROM, O_WATCH, O_COUNT, O_ALL, O_CONFIG, O_PURGE, O_SET,
-           O_DIR, O_FILE, O_TIMEOUT, O_NOKERNEL };
+           O_DIR, O_FILE, O_TIMEOUT, O_NOKERNEL, O_DUMP };
     static const struct option longs[] = {
         {"json", no_argument, NULL, O_JSON},
         {"prometheus", no_argument, NULL, O_PROM},
@@ -291,6 +301,7 @@ int main(int argc, char **argv)
         {"config", no_argument, NULL, O_CONFIG},
         {"purge", no_argument, NULL, O_PURGE},
         {"set", required_argument, NULL, O_SET},
+        {"dump", no_argument, NULL, O_DUMP},
         {"dir", required_argument, NULL, O_DIR},
         {"file", required_argument, NULL, O_FILE},
         {"timeout", required_argument, NULL, O_TIMEOUT},
@@ -327,6 +338,7 @@ int main(int argc, char **argv)
         case O_CONFIG: o.mode = M_CONFIG; modes++; break;
         case O_PURGE: o.mode = M_PURGE; modes++; break;
         case O_SET: o.mode = M_SET; o.set_arg = optarg; modes++; break;
+        case O_DUMP: o.mode = M_DUMP; modes++; break;
         case O_DIR: o.dir = optarg; break;
         case O_FILE: o.file = optarg; break;
         case O_TIMEOUT:
@@ -343,7 +355,7 @@ int main(int argc, char **argv)
         }
     }
     if (modes > 1) {
-        fprintf(stderr, "xalloc-stat: --all, --config, --purge and --set exclude each other\n");
+        fprintf(stderr, "xalloc-stat: --all, --config, --purge, --set and --dump exclude each other\n");
         return 2;
     }
     if (o.mode == M_SET && !strchr(o.set_arg, ':') && !strchr(o.set_arg, '=')) {
@@ -382,7 +394,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (o.mode == M_PURGE || o.mode == M_SET)
+    if (o.mode == M_PURGE || o.mode == M_SET || o.mode == M_DUMP)
         return cmd_control(&o, pid);
     return cmd_report(&o, pid);
 

@@ -28,13 +28,22 @@ enum xs_status {
     XS_TIMEOUT = 8,     /* no snapshot / no answer in time */
 };
 
+/* An open statistics file. Everything is read with pread() into private
+ * copies, with the layout (header_size, snapshot_offset, snapshot_size)
+ * checked once at open and never read again: a file rewritten or cut short
+ * while we read it gives an error, never a crash. Only a file opened
+ * writable is mapped (h), for the request area's atomics and futexes. */
 struct xs_file {
     char path[PATH_MAX];
-    struct xalloc_stats_file_header *h; /* the shared mapping */
+    int fd;
+    struct xalloc_stats_file_header *h; /* writable only: the shared mapping */
     size_t size;
     bool writable;
+    bool memfd;  /* the process's memory file (format 1.1) */
     long pid;    /* pid as the caller sees it (0 for --file) */
     long ns_pid; /* pid in the process's own namespace */
+    size_t hsize, soff, ssize; /* layout, checked at open */
+    struct xalloc_stats_file_header ident; /* header as read at open */
 };
 
 struct xs_snapshot {
@@ -42,8 +51,10 @@ struct xs_snapshot {
     struct xalloc_stats stats;
 };
 
-/* Finds and opens the statistics file of pid. extra_dir: a stats_dir to
- * search too (may be NULL). A stale file met on the way is removed and
+/* Finds and opens the statistics file of pid: its memory file through
+ * /proc/PID/fd (also from the host into a container), else a named file
+ * left by a library before format 1.1. extra_dir: a stats_dir to search
+ * too (may be NULL). A stale named file met on the way is removed and
  * noted in note (may be NULL) when the caller may remove it. On failure
  * err holds one line explaining why. */
 enum xs_status xs_open_pid(long pid, const char *extra_dir, bool writable,
