@@ -4,7 +4,8 @@
 # xalloc-stat compiles src/stats_report.c (the library's report emitter)
 # and nothing else of src/: it reads other processes' statistics files
 # through the ABI headers only.
-# CI packages: check (libcheck), jq, redis-server, redis-tools, util-linux.
+# CI packages: check (libcheck), jq, redis-server, redis-tools, util-linux,
+# prometheus (promtool).
 # lifetime.sh runs in a mount namespace of its own when root (unshare -m).
 
 STAT_TOOL := $(BUILD)/xalloc-stat
@@ -64,10 +65,10 @@ $(STATS_TEST_DIR)/fuzz_statfile: tests/stats/fuzz_statfile.c include/xalloc_stat
 	$(CC) $(STATS_TEST_CFLAGS) -o $@ $<
 
 .PHONY: check-stats check-stats-unit check-stats-live check-stats-tool check-stats-redis \
-        check-stats-lifetime check-stats-fuzz
+        check-stats-lifetime check-stats-fuzz check-stats-formats
 ## check-stats: statistics tests: emitter, file protocol, live library, xalloc-stat, redis, lifetime, fuzz
 check-stats: check-stats-unit check-stats-live check-stats-tool check-stats-redis \
-        check-stats-lifetime check-stats-fuzz
+        check-stats-lifetime check-stats-fuzz check-stats-formats
 
 ## check-stats-unit: report emitter and statistics file protocol (no allocator needed)
 check-stats-unit: $(STATS_TEST_DIR)/check_stats_file
@@ -91,6 +92,11 @@ check-stats-lifetime: $(STAT_TOOL) $(STATS_TEST_DIR)/lifer $(STATS_TEST_DIR)/hol
 check-stats-fuzz: $(STAT_TOOL) $(STATS_TEST_DIR)/victim $(STATS_TEST_DIR)/fuzz_statfile $(LIB)
 	timeout 120 tests/stats/fuzz.sh $(abspath $(LIB)) $(abspath $(STAT_TOOL)) \
 	  $(abspath $(STATS_TEST_DIR)/victim) $(abspath $(STATS_TEST_DIR)/fuzz_statfile) 8
+
+## check-stats-formats: every xalloc-stat mode with every format; JSON parsed, promtool, option table
+check-stats-formats: $(STAT_TOOL) $(STATS_TEST_DIR)/holder $(LIB)
+	timeout 120 tests/stats/formats.sh $(abspath $(LIB)) $(abspath $(STAT_TOOL)) \
+	  $(abspath $(STATS_TEST_DIR)/holder)
 
 ## check-stats-redis: xalloc-stat against redis-server under LD_PRELOAD
 check-stats-redis: $(STAT_TOOL) $(LIB)

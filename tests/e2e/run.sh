@@ -338,8 +338,8 @@ EOF
     must "show two NUMA nodes in the container" \
         IN sh -c 'printf "0-1\n" > /run/xalloc-e2e-nodes && mount --bind /run/xalloc-e2e-nodes /sys/devices/system/node/online'
     must "xalloc-enable --conf thp:never redis-server (two nodes)" IN xalloc-enable --conf thp:never redis-server
-    check "the drop-in allows mbind and set_mempolicy in the filtered unit" \
-        IN grep -qx 'SystemCallFilter=mbind set_mempolicy' /etc/systemd/system/redis-server.service.d/xalloc.conf
+    check "the drop-in allows mbind, set_mempolicy and memfd_create in the filtered unit" \
+        IN grep -qx 'SystemCallFilter=mbind set_mempolicy memfd_create' /etc/systemd/system/redis-server.service.d/xalloc.conf
     must "systemctl restart redis-server (two nodes)" IN systemctl restart redis-server.service
     pid=$(main_pid)
     check "redis-server with xalloc on two nodes maps libxalloc.so.1 r-xp" maps_has_xalloc "$pid"

@@ -114,6 +114,44 @@ uint64_t xs_uptime_ns(long pid)
     return up > 0 ? (uint64_t)(up * 1e9) : 0;
 }
 
+bool xs_service(long pid, char *buf, size_t len)
+{
+    char path[64], cg[4096];
+    snprintf(path, sizeof path, "/proc/%ld/cgroup", pid);
+    if (read_small(path, cg, sizeof cg) <= 0)
+        return false;
+    /* cgroup v2 ("0::/system.slice/x.service") first, then v1's
+     * name=systemd hierarchy: the unit is the last component that ends in
+     * .service or .scope (a service may make sub-cgroups below it). */
+    const char *best = NULL;
+    size_t best_len = 0;
+    for (int pass = 0; pass < 2 && !best; pass++) {
+        for (char *line = cg; line && *line;) {
+            char *nl = strchr(line, '\n');
+            size_t ll = nl ? (size_t)(nl - line) : strlen(line);
+            bool want = pass == 0 ? strncmp(line, "0::", 3) == 0
+                                  : memmem(line, ll, ":name=systemd:", 14) != NULL;
+            const char *p = memchr(line, '/', ll);
+            while (want && p && p < line + ll) {
+                const char *comp = p + 1, *end = memchr(comp, '/', (size_t)(line + ll - comp));
+                if (!end)
+                    end = line + ll;
+                size_t cl = (size_t)(end - comp);
+                if ((cl > 8 && memcmp(end - 8, ".service", 8) == 0) ||
+                    (cl > 6 && memcmp(end - 6, ".scope", 6) == 0))
+                    best = comp, best_len = cl;
+                p = end < line + ll ? end : NULL;
+            }
+            line = nl ? nl + 1 : NULL;
+        }
+    }
+    if (!best || best_len + 1 > len)
+        return false;
+    memcpy(buf, best, best_len);
+    buf[best_len] = '\0';
+    return true;
+}
+
 static uint64_t own_pidns(void)
 {
     struct stat sb;
@@ -271,12 +309,13 @@ static enum xs_status open_fd(int fd, const char *path, bool writable, struct xs
     return XS_OK;
 }
 
-enum xs_status xs_open_path(const char *path, bool writable, struct xs_file *f,
-                            char *err, size_t err_len)
+static enum xs_status open_path(const char *path, bool writable, bool follow, struct xs_file *f,
+                                char *err, size_t err_len)
 {
     memset(f, 0, sizeof *f);
     f->fd = -1;
-    int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    int fd = open(path, (writable ? O_RDWR : O_RDONLY) | (follow ? 0 : O_NOFOLLOW) | O_CLOEXEC |
+                            O_NONBLOCK);
     if (fd < 0) {
         int e = errno;
         if (e == EACCES || e == EPERM) {
@@ -300,6 +339,18 @@ enum xs_status xs_open_path(const char *path, bool writable, struct xs_file *f,
         return e == ENOENT ? XS_NOT_XALLOC : XS_ERROR;
     }
     return open_fd(fd, path, writable, f, err, err_len);
+}
+
+enum xs_status xs_open_path(const char *path, bool writable, struct xs_file *f,
+                            char *err, size_t err_len)
+{
+    return open_path(path, writable, false, f, err, err_len);
+}
+
+enum xs_status xs_open_file(const char *path, bool writable, struct xs_file *f,
+                            char *err, size_t err_len)
+{
+    return open_path(path, writable, true, f, err, err_len);
 }
 
 void xs_close(struct xs_file *f)

@@ -60,8 +60,12 @@ struct xs_snapshot {
 enum xs_status xs_open_pid(long pid, const char *extra_dir, bool writable,
                            struct xs_file *f, char *note, size_t note_len,
                            char *err, size_t err_len);
-/* Opens a given file (xalloc-stat --file). */
+/* Opens a file at a path in a shared directory: a link is not followed. */
 enum xs_status xs_open_path(const char *path, bool writable, struct xs_file *f,
+                            char *err, size_t err_len);
+/* The same for a path the operator named (xalloc-stat --file): links are
+ * followed, so /proc/PID/fd/N works. */
+enum xs_status xs_open_file(const char *path, bool writable, struct xs_file *f,
                             char *err, size_t err_len);
 void xs_close(struct xs_file *f);
 
@@ -78,6 +82,10 @@ enum xs_status xs_request(struct xs_file *f, uint32_t command, const char *arg,
 /* The kernel's accounting of pid's heap (smaps). Returns false if
  * unreadable. */
 bool xs_kernel(long pid, struct xa_report_kernel *k);
+
+/* The systemd unit pid runs in ("redis-server.service"), from the last
+ * .service or .scope component of its cgroup path; false if none. */
+bool xs_service(long pid, char *buf, size_t len);
 
 /* Seconds the process has run, from /proc (0 if unknown), in ns. */
 uint64_t xs_uptime_ns(long pid);
