@@ -65,10 +65,10 @@ $(STATS_TEST_DIR)/fuzz_statfile: tests/stats/fuzz_statfile.c include/xalloc_stat
 	$(CC) $(STATS_TEST_CFLAGS) -o $@ $<
 
 .PHONY: check-stats check-stats-unit check-stats-live check-stats-tool check-stats-redis \
-        check-stats-lifetime check-stats-fuzz check-stats-formats
+        check-stats-lifetime check-stats-fuzz check-stats-formats check-stats-export
 ## check-stats: statistics tests: emitter, file protocol, live library, xalloc-stat, redis, lifetime, fuzz
 check-stats: check-stats-unit check-stats-live check-stats-tool check-stats-redis \
-        check-stats-lifetime check-stats-fuzz check-stats-formats
+        check-stats-lifetime check-stats-fuzz check-stats-formats check-stats-export
 
 ## check-stats-unit: report emitter and statistics file protocol (no allocator needed)
 check-stats-unit: $(STATS_TEST_DIR)/check_stats_file
@@ -98,6 +98,11 @@ check-stats-formats: $(STAT_TOOL) $(STATS_TEST_DIR)/holder $(LIB)
 	timeout 120 tests/stats/formats.sh $(abspath $(LIB)) $(abspath $(STAT_TOOL)) \
 	  $(abspath $(STATS_TEST_DIR)/holder)
 
+## check-stats-export: xalloc-stat-export into a textfile directory, read back by node_exporter
+check-stats-export: $(STAT_TOOL) $(STATS_TEST_DIR)/holder $(LIB)
+	timeout 120 tests/stats/export.sh $(abspath $(LIB)) $(abspath $(STAT_TOOL)) \
+	  $(abspath $(STATS_TEST_DIR)/holder)
+
 ## check-stats-redis: xalloc-stat against redis-server under LD_PRELOAD
 check-stats-redis: $(STAT_TOOL) $(LIB)
 	timeout 180 tests/stats/redis.sh $(abspath $(LIB)) $(abspath $(STAT_TOOL))
@@ -106,15 +111,29 @@ CHECK_TARGETS += check-stats
 
 # ---- install ----
 
+# node_exporter export: a script and a oneshot service started by a timer
+# (installed, not enabled: packages keep it disabled too).
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+EXPORT_SUBST = sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SBINDIR@|$(SBINDIR)|g' \
+	-e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g'
+
 .PHONY: install-stats uninstall-stats
 install-stats: $(STAT_TOOL)
-	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCLUDEDIR)
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(SBINDIR) \
+	  $(DESTDIR)$(SYSTEMDUNITDIR)
 	$(INSTALL) -m 0755 $(STAT_TOOL) $(DESTDIR)$(BINDIR)/xalloc-stat
 	$(INSTALL) -m 0644 include/xalloc_stats_file.h $(DESTDIR)$(INCLUDEDIR)/xalloc_stats_file.h
+	$(EXPORT_SUBST) tools/xalloc-stat-export.in > $(DESTDIR)$(SBINDIR)/xalloc-stat-export
+	chmod 0755 $(DESTDIR)$(SBINDIR)/xalloc-stat-export
+	$(EXPORT_SUBST) systemd/xalloc-stat-export.service.in > $(DESTDIR)$(SYSTEMDUNITDIR)/xalloc-stat-export.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/xalloc-stat-export.service
+	$(INSTALL) -m 0644 systemd/xalloc-stat-export.timer $(DESTDIR)$(SYSTEMDUNITDIR)/xalloc-stat-export.timer
 
 uninstall-stats:
 	rm -f $(DESTDIR)$(BINDIR)/xalloc-stat
 	rm -f $(DESTDIR)$(INCLUDEDIR)/xalloc_stats_file.h
+	rm -f $(DESTDIR)$(SBINDIR)/xalloc-stat-export
+	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/xalloc-stat-export.service $(DESTDIR)$(SYSTEMDUNITDIR)/xalloc-stat-export.timer
 
 INSTALL_TARGETS += install-stats
 UNINSTALL_TARGETS += uninstall-stats

@@ -23,7 +23,7 @@ OUT=$TOP/$BUILD/e2e
 CACHE=$TOP/$BUILD/e2e-cache
 MULTIARCH=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 SUITE=bookworm
-INCLUDE=systemd,systemd-sysv,dbus,procps,redis-server,redis-tools
+INCLUDE=systemd,systemd-sysv,dbus,procps,redis-server,redis-tools,prometheus-node-exporter
 REDIS_CONF='thp:never,arenas:8'
 
 n=0
@@ -218,6 +218,29 @@ memfd_owner() {
         [ "$(readlink "$f")" = "/memfd:xalloc-stats (deleted)" ] && stat -L -c %U "$f"; done' _ "$1"
 }
 
+# node_exporter's /metrics inside the container (bash's /dev/tcp: minbase
+# has no curl).
+node_metrics() {
+    # shellcheck disable=SC2016 # expanded by the container's bash
+    IN bash -c 'exec 3<>/dev/tcp/127.0.0.1/9100 &&
+        printf "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n" >&3 && cat <&3'
+}
+
+# The xalloc samples of container pid $1 (redis-server), labelled with its
+# unit, on node_exporter's /metrics after one run of the export service.
+exported_metrics() {
+    local i out
+    for i in $(seq 50); do
+        out=$(node_metrics 2>/dev/null) && printf '%s\n' "$out" | grep -q '^node_textfile_scrape_error' && break
+        sleep 0.2
+    done
+    printf '%s\n' "$out" | grep -E '^(xalloc_(allocated_bytes|narenas|export_success)|node_textfile_scrape_error)' | head -8
+    printf '%s\n' "$out" | grep -qE "^xalloc_allocated_bytes\{pid=\"$1\",program=\"redis-server\",service=\"redis-server.service\"\} [0-9]+" &&
+        printf '%s\n' "$out" | grep -qE "^xalloc_narenas\{pid=\"$1\",program=\"redis-server\",service=\"redis-server.service\"\} 8$" &&
+        printf '%s\n' "$out" | grep -qx 'xalloc_export_success 1' &&
+        printf '%s\n' "$out" | grep -qx 'node_textfile_scrape_error 0'
+}
+
 stat_shows_conf() {
     local pid=$1 out
     out=$(IN xalloc-stat "$pid") || { printf '%s\n' "$out"; return 1; }
@@ -294,6 +317,14 @@ run_deb() {
     check "... and no named statistics file anywhere" \
         sh -c "! nsenter -t $LEADER -a ls /run/xalloc/redis-server/xalloc.$pid /dev/shm/xalloc.$pid /run/xalloc/$pid 2>/dev/null"
     check "host view: redis-server maps libxalloc.so.1 r-xp" host_maps_has_xalloc "$pid"
+    # Prometheus: the export units of xalloc-tools and Debian's node_exporter.
+    check "xalloc-stat-export.timer is installed and disabled" \
+        sh -c "nsenter -t $LEADER -a systemctl is-enabled xalloc-stat-export.timer | grep -qx disabled"
+    must "systemctl start xalloc-stat-export.service (one export)" IN systemctl start xalloc-stat-export.service
+    check "node_exporter serves redis's xalloc metrics, labelled service=redis-server.service" \
+        exported_metrics "$pid"
+    must "systemctl enable --now xalloc-stat-export.timer" IN systemctl enable --now xalloc-stat-export.timer
+    check "the timer is active" IN systemctl is-active xalloc-stat-export.timer
     check "redis-server is still the same process" test "$(main_pid)" = "$pid"
 
     # A second service with another user: each process's statistics file
