@@ -11,7 +11,7 @@ deb_check="check clang libclang-rt-14-dev groff-base jq util-linux binutils shel
   valgrind strace gnuplot-nox libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
   redis-server redis-tools sqlite3 git python3 perl gcc
   debhelper devscripts dpkg-dev lintian rpm rpmlint dnf createrepo-c
-  systemd-container debootstrap prometheus"
+  systemd-container debootstrap prometheus prometheus-node-exporter"
 deb_bench="valgrind gnuplot-nox libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
   redis-server redis-tools hyperfine"
 rpm_build="gcc make pkgconf-pkg-config glibc-devel"

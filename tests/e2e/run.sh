@@ -229,16 +229,23 @@ node_metrics() {
 # The xalloc samples of container pid $1 (redis-server), labelled with its
 # unit, on node_exporter's /metrics after one run of the export service.
 exported_metrics() {
-    local i out
+    local i out=''
     for i in $(seq 50); do
-        out=$(node_metrics 2>/dev/null) && printf '%s\n' "$out" | grep -q '^node_textfile_scrape_error' && break
+        out=$(node_metrics 2>/dev/null) || true
+        grep -q '^node_textfile_scrape_error' <<<"$out" && break
         sleep 0.2
     done
-    printf '%s\n' "$out" | grep -E '^(xalloc_(allocated_bytes|narenas|export_success)|node_textfile_scrape_error)' | head -8
-    printf '%s\n' "$out" | grep -qE "^xalloc_allocated_bytes\{pid=\"$1\",program=\"redis-server\",service=\"redis-server.service\"\} [0-9]+" &&
-        printf '%s\n' "$out" | grep -qE "^xalloc_narenas\{pid=\"$1\",program=\"redis-server\",service=\"redis-server.service\"\} 8$" &&
-        printf '%s\n' "$out" | grep -qx 'xalloc_export_success 1' &&
-        printf '%s\n' "$out" | grep -qx 'node_textfile_scrape_error 0'
+    grep -E '^(xalloc_(allocated_bytes|narenas|export_success)|node_textfile_scrape_error)' <<<"$out" | head -8
+    if grep -qE "^xalloc_allocated_bytes\{pid=\"$1\",program=\"redis-server\",service=\"redis-server.service\"\} [0-9]+" <<<"$out" &&
+        grep -qE "^xalloc_narenas\{pid=\"$1\",program=\"redis-server\",service=\"redis-server.service\"\} 8$" <<<"$out" &&
+        grep -qx 'xalloc_export_success 1' <<<"$out" &&
+        grep -qx 'node_textfile_scrape_error 0' <<<"$out"; then
+        return 0
+    fi
+    echo "-- /metrics: $(wc -l <<<"$out") lines; xalloc.prom and the service's journal:"
+    IN sh -c 'ls -l /var/lib/prometheus/node-exporter; head -c 600 /var/lib/prometheus/node-exporter/xalloc.prom'
+    IN journalctl -u xalloc-stat-export.service -n 15 --no-pager
+    return 1
 }
 
 stat_shows_conf() {
