@@ -20,6 +20,7 @@ static void no_dirty(void) { __atomic_store_n(&xa_arena_dirty_pending, false, __
  * heap makes upward (declared in heap.h, defined by the orchestrator). */
 struct xa_heap_hooks xa_heap_hooks = {xa_heap_boot_thread, no_tick, no_dirty};
 bool xa_heap_purger_active;
+unsigned xa_heap_purger_state;
 
 xa_slab xa_slab_empty;
 /* The heap of a thread that has not allocated yet: every class points to
@@ -213,7 +214,7 @@ static inline uintptr_t trim_mark(const xa_block *b)
  * stale mark left by the program only means a block is not trimmed. */
 /* Purges the pages of one free block past its first (which holds the
  * link) and marks it so the owner's trim does not purge it again. */
-static size_t trim_block(xa_block *b, uint32_t block_size)
+static size_t trim_block(xa_block *b, uint32_t block_size, unsigned path)
 {
     uintptr_t *words = (uintptr_t *)b;
     if (words[1] == trim_mark(b))
@@ -221,10 +222,14 @@ static size_t trim_block(xa_block *b, uint32_t block_size)
     size_t len = block_size - XA_OS_PAGE;
     xa_pages_purge((char *)b + XA_OS_PAGE, len);
     words[1] = trim_mark(b);
+    xa_arena *a = xa_chunk_of(b)->arena;
+    __atomic_fetch_add(&a->purged_by[path], len, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->purged_bytes, len, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->npurge, 1, __ATOMIC_RELAXED);
     return len;
 }
 
-static size_t trim_free_blocks(xa_heap *h)
+static size_t trim_free_blocks(xa_heap *h, unsigned path)
 {
     size_t bytes = 0;
     for (unsigned c = xa_size_class(XA_TRIM_MIN_BLOCK); c < XA_NCLASSES; c++) {
@@ -234,7 +239,7 @@ static size_t trim_free_blocks(xa_heap *h)
             xa_slab_collect(s);
             uint32_t limit = s->reserved;
             for (uintptr_t p = s->free; p && limit--; p = enc(((xa_block *)p)->next))
-                bytes += trim_block((xa_block *)p, s->block_size);
+                bytes += trim_block((xa_block *)p, s->block_size, path);
         }
     }
     h->trimmed_bytes += bytes;
@@ -253,7 +258,7 @@ void xa_heap_upkeep(xa_heap *h)
     uint64_t decay_ns = (uint64_t)__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) * 1000000u;
     if (now - h->last_trim_ns >= decay_ns) {
         h->last_trim_ns = now;
-        trim_free_blocks(h);
+        trim_free_blocks(h, XA_PURGE_SLOW_PATH);
     }
     xa_heap_notice_dirty();
     if (__atomic_load_n(&xa_heap_purger_active, __ATOMIC_ACQUIRE)) {
@@ -362,7 +367,7 @@ void xa_heap_free_local_slow(xa_heap *h, xa_slab *s)
         unfull(h, s);
     if ((s->in_full & XA_SLAB_TRIM) && (h->trim_pending += s->block_size) > TRIM_ALLOWANCE) {
         h->trim_pending = 0;
-        trim_free_blocks(h);
+        trim_free_blocks(h, XA_PURGE_AT_FREE);
     }
     if (s->used == 0 && (s != h->cur[s->cls] || h->no_keep)) {
         /* Empty and not current: back to the arena, where it coalesces
@@ -424,7 +429,7 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
     if ((s->in_full & XA_SLAB_TRIM) && h != &xa_heap_empty &&
         (h->remote_trim_pending += s->block_size) > TRIM_ALLOWANCE &&
         !xa_chunk_of(s)->huge_advised)
-        h->trimmed_bytes += trim_block(b, s->block_size);
+        h->trimmed_bytes += trim_block(b, s->block_size, XA_PURGE_AT_FREE);
     if (h != &xa_heap_empty && cls < XA_FOREIGN_CLASSES) {
         xa_slab *f = &h->foreign[cls];
         uint32_t n = f->reserved - f->used;
@@ -817,7 +822,7 @@ size_t xa_heap_collect(xa_heap *h)
     foreign_flush(h);
     drain_delayed(h);
     large_cache_flush(h, 0, true);
-    size_t trimmed = trim_free_blocks(h);
+    size_t trimmed = trim_free_blocks(h, XA_PURGE_TRIM);
     for (unsigned c = 0; c < XA_NCLASSES; c++) {
         for (xa_slab *s = h->avail[c]; s;) {
             xa_slab *next = s->next;

@@ -63,6 +63,8 @@ extern struct xa_heap_hooks xa_heap_hooks;
 struct xa_heap *xa_heap_boot_thread(void);
 /* Set by the purger thread while it runs: slow paths then leave decay to it. */
 extern bool xa_heap_purger_active;
+/* enum xa_background_state of the purger thread, for the statistics. */
+extern unsigned xa_heap_purger_state;
 
 extern xa_heap xa_heap_empty;
 extern xa_slab xa_slab_empty;
