@@ -2,9 +2,10 @@
 # tests/stats/lifetime.sh: statistics never outlive their process (issue 16).
 #   - 1,000 processes under LD_PRELOAD, each publishing for longer than
 #     stats_interval_ms, end by SIGKILL, SIGTERM (default action) and _exit
-#     in turn; afterwards the xalloc entries in the statistics directories
-#     and the tmpfs usage of /dev/shm are what they were before, with no
-#     xalloc-stat run in between;
+#     in turn; afterwards the xalloc entries in the statistics directories,
+#     the tmpfs usage of /dev/shm and the shared memory charged to this
+#     test's own memory cgroup (where the memory files live) are what they
+#     were before, with no xalloc-stat run in between;
 #   - a process that execs: one entry (the new image's) or none;
 #   - /dev/shm read-only or full: the program runs, exits 0 and says
 #     nothing, and its statistics can still be read.
@@ -25,9 +26,14 @@ private=${XS_LIFETIME_INNER:-0}
 
 work=$(mktemp -d /tmp/xs-life.XXXXXX)
 pids=()
+memcg='' memcg_home=''
 cleanup() {
     for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
     wait 2>/dev/null
+    if [ -n "$memcg" ]; then
+        echo "$BASHPID" >"$memcg_home/cgroup.procs" 2>/dev/null
+        rmdir "$memcg" 2>/dev/null
+    fi
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -62,10 +68,48 @@ if [ "$private" = 1 ]; then
 else
     echo "# not root: counting only this test's pids; tmpfs usage is the shared one"
 fi
+# A memory cgroup of this test (cgroup v1, as root): every memory file its
+# processes make is charged there as shmem, and stays charged for as long
+# as anything keeps the file alive.
+if [ "$private" = 1 ] && [ -w /sys/fs/cgroup/memory/cgroup.procs ]; then
+    home=$(awk -F: '$2 == "memory" {print $3}' /proc/self/cgroup)
+    memcg_home=/sys/fs/cgroup/memory$home
+    memcg=$memcg_home/xs-lifetime-$$
+    if mkdir "$memcg" 2>/dev/null && echo "$BASHPID" >"$memcg/cgroup.procs"; then
+        echo "# memory cgroup $memcg"
+    else
+        rmdir "$memcg" 2>/dev/null
+        memcg=''
+    fi
+fi
+memcg_shmem_kb() { awk '$1 == "shmem" {print int($2 / 1024)}' "$memcg/memory.stat"; }
+if [ -n "$memcg" ]; then
+    # The measure is sensitive: 50 live publishers show up in it.
+    s0=$(memcg_shmem_kb)
+    live=()
+    for i in $(seq 50); do
+        : >"$work/live.$i"
+        env LD_PRELOAD="$LIB" XALLOC_CONF=stats_interval_ms:10 "$LIFER" 15 wait 3>"$work/live.$i" 2>/dev/null &
+        live+=("$!")
+    done
+    for i in $(seq 50); do
+        for _ in $(seq 500); do [ -s "$work/live.$i" ] && break; sleep 0.01; done
+    done
+    s1=$(memcg_shmem_kb)
+    kill -KILL "${live[@]}"
+    { wait; } 2>/dev/null
+    s2=$(memcg_shmem_kb)
+    check "50 live publishers: shmem of the cgroup ${s0} -> ${s1} kB (>= 50 x 48 kB); killed: ${s2} kB" \
+        test "$((s1 - s0))" -ge 2400 -a "$((s2 - s0))" -lt 512
+else
+    echo "skip - shmem per cgroup needs root and a v1 memory cgroup"
+fi
+
 before_entries=$(own_entries)
 before_used=$(shm_used_kb)
 before_all=$(ls /dev/shm | wc -l)
 before_shmem=$(shmem_kb)
+[ -n "$memcg" ] && before_cg=$(memcg_shmem_kb)
 
 # ---- 1,000 processes, three ways to die ----
 modes=(kill term exit)
@@ -108,6 +152,11 @@ after_shmem=$(shmem_kb)
 # memory files are freed by the kernel with their process; 1,000 left
 # behind would be about $((N * 56 / 1024)) MiB.
 echo "# Shmem (whole machine): ${before_shmem} kB before, ${after_shmem} kB after"
+if [ -n "$memcg" ]; then
+    after_cg=$(memcg_shmem_kb)
+    check "the memory files died with them: shmem of this test's cgroup ${before_cg} kB before, ${after_cg} kB after (1,000 left would be ~52,000 kB)" \
+        test "$((after_cg - before_cg))" -lt 1024
+fi
 check "no statistics entry left by them ($before_entries before, $after_entries after)" \
     test "$after_entries" = "$before_entries"
 if [ "$private" = 1 ]; then
