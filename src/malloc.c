@@ -314,6 +314,9 @@ static size_t round_pow2(size_t a)
     return (size_t)1 << (64 - __builtin_clzl(a - 1));
 }
 
+/* Growth by realloc past this size moves a block to a large run. */
+#define REALLOC_RUN_MIN ((size_t)XA_TRIM_MIN_BLOCK)
+
 /* ---- the API ---- */
 
 XA_API void *API(malloc)(size_t size)
@@ -386,19 +389,34 @@ XA_API void *API(realloc)(void *p, size_t size)
     }
     size_t old = block_usable("realloc", c, p);
     xa_slab *s = run_or_huge(c, p);
+    /* A buffer that grows past REALLOC_RUN_MIN becomes a large block (a
+     * run of 64 KiB units), which then grows in place into free
+     * neighbouring units, and past XA_LARGE_MAX a huge one, which grows
+     * with mremap: a growing buffer does not leave a block behind in every
+     * size class it passes through. */
+    bool grow_as_run = size > old && size > REALLOC_RUN_MIN && size <= XA_LARGE_MAX;
     if (s->kind == XA_RUN_SMALL) {
         /* Same block while the new size still uses at least half of it. */
         if (size <= old && size > old / 2)
             return p;
     } else if (s->kind == XA_RUN_LARGE) {
-        if (size > XA_SMALL_MAX && size <= XA_LARGE_MAX && xa_arena_large_resize(c, s, size))
-            return p;
+        if (size > REALLOC_RUN_MIN && size <= XA_LARGE_MAX) {
+            if (((size + XA_UNIT_SIZE - 1) >> XA_UNIT_SHIFT) == s->units) {
+                /* Same run: only the requested size changes (no lock). */
+                __atomic_fetch_add(&c->arena->requested_big, size - s->large_size,
+                                   __ATOMIC_RELAXED);
+                s->large_size = size;
+                return p;
+            }
+            if (xa_arena_large_resize(c, s, size))
+                return p;
+        }
     } else if (size > XA_LARGE_MAX && size <= (size_t)PTRDIFF_MAX) {
         void *q = xa_huge_realloc(c, size);
         if (q)
             return q;
     }
-    void *q = malloc_inline(size);
+    void *q = grow_as_run && h != &xa_heap_empty ? malloc_big(size, 0, false) : malloc_inline(size);
     if (!q)
         return NULL;
     memcpy(q, p, old < size ? old : size);

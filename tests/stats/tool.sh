@@ -75,7 +75,7 @@ check "--config: decay_ms from XALLOC_CONF" grep -qE "^  decay_ms +600000 +XALLO
 check "--config: thp from default" grep -qE "^  thp +[a-z]+ +default$" <<<"$cfg"
 
 # ---- --purge on memory freed but not yet returned ----
-# Frees return what passes an arena's dirty allowance (8 MiB) at once;
+# Frees return what passes an arena's dirty allowance (4 MiB) at once;
 # with decay_ms:600000 the last few MiB wait for decay or --purge.
 start h2 "decay_ms:600000" 8 500 60
 wait_readable "$h2"
