@@ -16,6 +16,7 @@
 #include "config.h"
 #include "heap.h"
 #include "init.h"
+#include "prof.h"
 #include "stats_collect.h"
 #include "util.h"
 #include "xalloc.h"
@@ -255,6 +256,8 @@ static XA_NOINLINE void free_other(void *p)
 
 XA_FAST_PATH void free_inline(void *p)
 {
+    if (xa_config_prof) /* prof hook: a sampled block leaves the profile */
+        xa_prof_on_free(p);
     if (xa_likely(xa_region_of(p) == XA_REGION_RUNS && !junk)) {
         xa_chunk *c = xa_chunk_of(p);
         xa_slab *s = xa_run_of(c, p);
@@ -274,7 +277,15 @@ XA_FAST_PATH void free_inline(void *p)
 
 /* ---- aligned allocation ---- */
 
+static void *aligned_impl(size_t align, size_t size);
 static void *aligned_internal(size_t align, size_t size)
+{
+    if (xa_config_prof) /* prof hook */
+        return xa_prof_on_alloc(aligned_impl(align, size), size);
+    return aligned_impl(align, size);
+}
+
+static void *aligned_impl(size_t align, size_t size)
 {
     if (align <= 16)
         return malloc_inline(size);
@@ -308,6 +319,8 @@ static size_t round_pow2(size_t a)
 
 XA_API void *API(malloc)(size_t size)
 {
+    if (xa_config_prof) /* prof hook */
+        return xa_prof_on_alloc(malloc_inline(size), size);
     return malloc_inline(size);
 }
 
@@ -343,12 +356,22 @@ XA_API void *API(calloc)(size_t n, size_t size)
         void *p = malloc_inline(total);
         if (p)
             memset(p, 0, total);
-        return p;
+        return xa_prof_on_alloc(p, total); /* prof hook */
     }
-    return malloc_big(total, 0, true);
+    return xa_prof_on_alloc(malloc_big(total, 0, true), total); /* prof hook */
 }
 
+static void *realloc_impl(void *p, size_t size);
 XA_API void *API(realloc)(void *p, size_t size)
+{
+    if (xa_config_prof) { /* prof hook: the old block leaves, the new one may be sampled */
+        xa_prof_on_free(p);
+        return xa_prof_on_alloc(realloc_impl(p, size), size);
+    }
+    return realloc_impl(p, size);
+}
+
+static void *realloc_impl(void *p, size_t size)
 {
     if (!p)
         return malloc_inline(size);
@@ -569,7 +592,12 @@ void *__libc_valloc(size_t size);
 void *__libc_pvalloc(size_t size);
 int __posix_memalign(void **out, size_t align, size_t size);
 
-XA_API void *__libc_malloc(size_t size) { return malloc_inline(size); }
+XA_API void *__libc_malloc(size_t size)
+{
+    if (xa_config_prof) /* prof hook */
+        return xa_prof_on_alloc(malloc_inline(size), size);
+    return malloc_inline(size);
+}
 XA_API void __libc_free(void *p) { free_inline(p); }
 XA_API void *__libc_calloc(size_t n, size_t size) { return calloc(n, size); }
 XA_API void *__libc_realloc(void *p, size_t size) { return realloc(p, size); }
