@@ -44,7 +44,8 @@ uninstall-prof:
 #   (also of a process of another user), leak report, every allocating
 #   entry point, prof_active at run time. About 30 s.
 # check-prof-compat: with prof:false the profiling library passes the API
-#   conformance suite, the danger-list probes and the real programs. It
+#   conformance suite, the danger-list probes and the real programs; with
+#   prof:true (a small sample distance) the API suite and the probes. It
 #   runs a byte-for-byte copy of libxalloc-prof.so.1 named libxalloc.so.1,
 #   because those tests recognise the library by that file name.
 
@@ -78,10 +79,39 @@ check-prof: $(PROF_LIB) $(PROF_T_BINS) $(STAT_TOOL)
 	bash tests/prof/run.sh $(PROF_LIB) $(PROF_T) $(STAT_TOOL)
 
 ## check-prof-compat: libxalloc-prof.so.1 with prof:false passes the API, danger and program tests
-check-prof-compat: $(PROF_ALIAS) $(XT_API_BINS) $(XT_PROBES) $(XT_DLOPEN_LIB)
+# (tests-build, from mk/tests.mk, which is read after this file.)
+check-prof-compat: $(PROF_ALIAS) tests-build
 	$(XT_CK_ENV) LD_PRELOAD=$(abspath $(PROF_ALIAS)) XT_ALLOCATOR=xalloc XALLOC_CONF=prof:false \
 	  $(XT_DIR)/api/check_api
 	XALLOC_CONF=prof:false bash tests/integration/run.sh xalloc $(XT_DIR)/integration $(PROF_ALIAS)
 	XALLOC_CONF=prof:false bash tests/integration/programs.sh $(PROF_ALIAS) $(PROF_T)/programs
+	@# And with sampling on (prof_sample:1k: thousands of samples per run).
+	rm -rf $(PROF_T)/compat-dumps && mkdir -p $(PROF_T)/compat-dumps
+	$(XT_CK_ENV) LD_PRELOAD=$(abspath $(PROF_ALIAS)) XT_ALLOCATOR=xalloc \
+	  XALLOC_CONF=prof:true,prof_sample:1k,prof_dir:$(abspath $(PROF_T)/compat-dumps) \
+	  $(XT_DIR)/api/check_api
+	XALLOC_CONF=prof:true,prof_sample:64k,prof_dir:$(abspath $(PROF_T)/compat-dumps) \
+	  bash tests/integration/run.sh xalloc $(XT_DIR)/integration $(PROF_ALIAS)
 
 CHECK_TARGETS += check-prof check-prof-compat
+
+# ---- benchmark ----
+# bench-prof: tools/prof-bench/run.py: 13 workloads of tools/bench under
+#   libxalloc.so.1, libxalloc-prof.so.1 with prof:false and prof:true, and
+#   jemalloc with and without MALLOC_CONF=prof:true; median of 5, about
+#   6 minutes on 2 cores. Then the cost of one unwind and of one dump of a
+#   10,000-stack profile (tests/prof/prof_cost.c). Results in
+#   $(BUILD)/prof-bench.md.
+
+$(PROF_T)/prof_cost: tests/prof/prof_cost.c tools/xalloc-stat/statfile.c src/stats_report.c \
+        $(STAT_TOOL_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(STATS_TEST_CFLAGS) -O2 -fno-omit-frame-pointer -rdynamic -o $@ tests/prof/prof_cost.c \
+	  tools/xalloc-stat/statfile.c src/stats_report.c -lunwind -ldl
+
+.PHONY: bench-prof
+## bench-prof: profiling overhead vs libxalloc.so.1 and jemalloc prof:true; unwind and dump costs
+bench-prof: lib prof bench-build $(PROF_T)/prof_cost
+	$(PYTHON) tools/prof-bench/run.py --build $(BUILD) --out $(BUILD)/prof-bench.md $(PROF_BENCH_ARGS)
+
+BENCH_TARGETS += bench-prof

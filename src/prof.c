@@ -31,8 +31,12 @@
 __thread int64_t xa_prof_left __attribute__((tls_model("initial-exec")));
 uint8_t xa_prof_filter[(size_t)1 << XA_PROF_FILTER_BITS];
 
-#define STACK_BUCKETS ((size_t)1 << 16)
-#define SAMPLE_BUCKETS ((size_t)1 << XA_PROF_FILTER_BITS)
+/* Both tables start small (a small program's profile costs it a few
+ * pages) and double when they hold twice as many entries as buckets; the
+ * old bucket arrays stay in metadata (at most as much again). */
+#define STACK_BITS_MIN 10
+#define SAMPLE_BITS_MIN 12
+#define TABLE_BITS_MAX 24
 /* Before the module is booted a thread re-checks after this many bytes. */
 #define PRE_BOOT_DISTANCE ((int64_t)1 << 20)
 #define NEVER INT64_MAX
@@ -53,9 +57,12 @@ static bool ctor_done;     /* the library's constructor ran: libc is up */
 static bool forked_child;  /* this process is a fork child: never unwind */
 static uint64_t rate;      /* prof_sample at boot */
 static xa_prof_stack **stack_buckets;
+static unsigned stack_bits;
 static xa_prof_stack *stacks_all;
 static size_t nstacks;
 static sample **sample_buckets;
+static unsigned sample_bits;
+static size_t nsamples;
 static sample *free_samples;
 /* Estimated live bytes of every sampled block; the base the prof_interval
  * growth is measured from (the lowest estimate since the last dump). */
@@ -119,13 +126,39 @@ static uint64_t stack_hash(const uintptr_t *pcs, unsigned depth)
         h *= 0x100000001b3ULL;
         h ^= h >> 29;
     }
-    return h;
+    return h * 0x9e3779b97f4a7c15ULL; /* the bucket is taken from the top bits */
+}
+
+static size_t stack_bucket(uint64_t h)
+{
+    return (size_t)(h >> (64 - stack_bits));
+}
+
+static void stacks_grow(void)
+{
+    if (stack_bits >= TABLE_BITS_MAX)
+        return;
+    size_t n = (size_t)1 << stack_bits;
+    xa_prof_stack **nb = xa_meta_alloc(2 * n * sizeof *nb, 64);
+    if (!nb)
+        return;
+    xa_prof_stack **old = stack_buckets;
+    stack_bits++;
+    for (size_t i = 0; i < n; i++) {
+        for (xa_prof_stack *s = old[i], *next; s; s = next) {
+            next = s->next;
+            size_t b = stack_bucket(s->hash);
+            s->next = nb[b];
+            nb[b] = s;
+        }
+    }
+    stack_buckets = nb;
 }
 
 static xa_prof_stack *stack_intern(const uintptr_t *pcs, unsigned depth)
 {
     uint64_t h = stack_hash(pcs, depth);
-    xa_prof_stack **bucket = &stack_buckets[h & (STACK_BUCKETS - 1)];
+    xa_prof_stack **bucket = &stack_buckets[stack_bucket(h)];
     for (xa_prof_stack *s = *bucket; s; s = s->next) {
         if (s->hash != h || s->depth != depth)
             continue;
@@ -147,6 +180,8 @@ static xa_prof_stack *stack_intern(const uintptr_t *pcs, unsigned depth)
     s->next_all = stacks_all;
     __atomic_store_n(&stacks_all, s, __ATOMIC_RELEASE);
     __atomic_store_n(&nstacks, nstacks + 1, __ATOMIC_RELAXED);
+    if (nstacks > ((size_t)2 << stack_bits))
+        stacks_grow();
     return s;
 }
 
@@ -158,6 +193,34 @@ static void counter_add(uint64_t *c, uint64_t v)
 static void counter_sub(uint64_t *c, uint64_t v)
 {
     __atomic_store_n(c, *c >= v ? *c - v : 0, __ATOMIC_RELAXED);
+}
+
+/* Blocks whose filter index is the same share a bucket, so that the
+ * filter byte can be cleared when the last of them leaves. */
+static size_t sample_bucket(size_t fi)
+{
+    return (size_t)(((uint64_t)fi * 0x9e3779b97f4a7c15ULL) >> (64 - sample_bits));
+}
+
+static void samples_grow(void)
+{
+    if (sample_bits >= TABLE_BITS_MAX)
+        return;
+    size_t n = (size_t)1 << sample_bits;
+    sample **nb = xa_meta_alloc(2 * n * sizeof *nb, 64);
+    if (!nb)
+        return;
+    sample **old = sample_buckets;
+    sample_bits++;
+    for (size_t i = 0; i < n; i++) {
+        for (sample *r = old[i], *next; r; r = next) {
+            next = r->next;
+            size_t b = sample_bucket(xa_prof_filter_index(r->ptr));
+            r->next = nb[b];
+            nb[b] = r;
+        }
+    }
+    sample_buckets = nb;
 }
 
 /* Enters p; returns false when metadata memory ran out. */
@@ -172,26 +235,35 @@ static bool sample_insert(void *p, uint64_t size, xa_prof_stack *st)
     r->stack = st;
     r->size = size;
     r->est = estimate(size);
-    size_t b = xa_prof_ptr_hash(p);
+    size_t fi = xa_prof_filter_index(p);
+    size_t b = sample_bucket(fi);
     r->next = sample_buckets[b];
     sample_buckets[b] = r;
-    __atomic_store_n(&xa_prof_filter[b], 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&xa_prof_filter[fi], 1, __ATOMIC_RELAXED);
     counter_add(&st->live_count, 1);
     counter_add(&st->live_bytes, size);
     counter_add(&st->live_est, r->est);
     counter_add(&st->alloc_count, 1);
     counter_add(&st->alloc_bytes, size);
     counter_add(&live_est_total, r->est);
+    if (++nsamples > ((size_t)2 << sample_bits))
+        samples_grow();
     return true;
 }
 
 static void sample_remove(void *p)
 {
-    size_t b = xa_prof_ptr_hash(p);
-    for (sample **link = &sample_buckets[b]; *link; link = &(*link)->next) {
+    size_t fi = xa_prof_filter_index(p);
+    size_t b = sample_bucket(fi);
+    bool found = false, others = false;
+    for (sample **link = &sample_buckets[b]; *link;) {
         sample *r = *link;
-        if (r->ptr != p)
+        if (r->ptr != p || found) {
+            others |= xa_prof_filter_index(r->ptr) == fi;
+            link = &r->next;
             continue;
+        }
+        found = true;
         *link = r->next;
         xa_prof_stack *st = r->stack;
         counter_sub(&st->live_count, 1);
@@ -202,10 +274,10 @@ static void sample_remove(void *p)
             interval_base = live_est_total;
         r->next = free_samples;
         free_samples = r;
-        break;
+        nsamples--;
     }
-    if (!sample_buckets[b])
-        __atomic_store_n(&xa_prof_filter[b], 0, __ATOMIC_RELAXED);
+    if (!others)
+        __atomic_store_n(&xa_prof_filter[fi], 0, __ATOMIC_RELAXED);
 }
 
 /* ---- slow paths ---- */
@@ -309,8 +381,10 @@ void xa_prof_boot(void)
         return;
     if (xa_opt.prof) {
         rate = xa_opt.prof_sample ? xa_opt.prof_sample : 1;
-        stack_buckets = xa_meta_alloc(STACK_BUCKETS * sizeof *stack_buckets, 4096);
-        sample_buckets = xa_meta_alloc(SAMPLE_BUCKETS * sizeof *sample_buckets, 4096);
+        stack_bits = STACK_BITS_MIN;
+        sample_bits = SAMPLE_BITS_MIN;
+        stack_buckets = xa_meta_alloc(sizeof *stack_buckets << stack_bits, 64);
+        sample_buckets = xa_meta_alloc(sizeof *sample_buckets << sample_bits, 64);
         uintptr_t lo, hi;
         if (xa_prof_maps_range((uintptr_t)&xa_prof_boot, &lo, &hi) == 0)
             xa_prof_unwind_boot(lo, hi);
@@ -324,16 +398,16 @@ void xa_prof_boot(void)
     __atomic_store_n(&booted, true, __ATOMIC_RELEASE);
 }
 
+/* Only the table lock: it is never held while waiting for anything but
+ * metadata memory and system calls. */
 void xa_prof_fork_prepare(void)
 {
-    xa_prof_dump_fork_prepare();
     xa_lock_acquire(&prof_lock);
 }
 
 void xa_prof_fork_parent(void)
 {
     xa_lock_release(&prof_lock);
-    xa_prof_dump_fork_parent();
 }
 
 void xa_prof_fork_child(void)

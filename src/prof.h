@@ -20,15 +20,18 @@
  * 0, so a thread's first allocation takes the slow path, which sets it up
  * (to "never" when prof is off). One decrement per allocation. */
 extern __thread int64_t xa_prof_left __attribute__((tls_model("initial-exec")));
-/* One byte per bucket of the sampled-block table: non-zero when the bucket
- * holds a sampled block. A free reads one byte; all zero when prof is off
- * (untouched .bss pages, all the same zero page). */
-#define XA_PROF_FILTER_BITS 18
+/* One byte per 4 KiB page of address space (modulo 4 GiB): non-zero when a
+ * sampled block starts in a page of that index. A free reads one byte, and
+ * takes the slow path only for blocks on such pages (about 1 free in 130 at
+ * the default rate, whatever the heap size). Indexing by page keeps the
+ * written bytes together: a heap touches one page of the filter per 16 MiB
+ * of its address range. All zero when prof is off (untouched .bss). */
+#define XA_PROF_FILTER_BITS 20
 extern uint8_t xa_prof_filter[(size_t)1 << XA_PROF_FILTER_BITS];
 
-static inline size_t xa_prof_ptr_hash(const void *p)
+static inline size_t xa_prof_filter_index(const void *p)
 {
-    return (size_t)(((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ULL >> (64 - XA_PROF_FILTER_BITS));
+    return (size_t)((uintptr_t)p >> 12) & (((size_t)1 << XA_PROF_FILTER_BITS) - 1);
 }
 
 XA_SLOW_PATH void *xa_prof_alloc_slow(void *p, size_t size);
@@ -54,7 +57,7 @@ XA_FAST_PATH void *xa_prof_on_alloc(void *p, size_t size)
 XA_FAST_PATH void xa_prof_on_free(void *p)
 {
 #if XA_PROF
-    if (xa_unlikely(__atomic_load_n(&xa_prof_filter[xa_prof_ptr_hash(p)], __ATOMIC_RELAXED)))
+    if (xa_unlikely(__atomic_load_n(&xa_prof_filter[xa_prof_filter_index(p)], __ATOMIC_RELAXED)))
         xa_prof_free_slow(p);
 #else
     (void)p;

@@ -10,9 +10,14 @@
  *   <a copy of /proc/self/maps>
  * The counts are of sampled blocks, unscaled: with heap_v2/<rate> the
  * readers scale each stack by 1 / (1 - exp(-avg size / rate)).
- * The table lock is held while the stack lines are written (nothing there
- * calls the loader); the collapsed file needs symbol names, asked of the
- * loader with no prof lock held, reading the append-only stack list. */
+ * Lock order with the dynamic loader: the loader's lock may be held by a
+ * thread that allocates (dlopen), and an allocation may wait for an arena
+ * lock that a forking thread holds. So no lock of the profiler is ever
+ * held while the loader is asked for a symbol name (dladdr), and the fork
+ * handlers do not wait for a dump. The dump lock covers the heap file
+ * only (system calls and the table lock); the collapsed file is written
+ * afterwards with no lock held, from the append-only stack list, and the
+ * symbol cache's lock is held only around the cache itself. */
 #define _GNU_SOURCE
 #include "prof_dump.h"
 
@@ -29,23 +34,27 @@
 #include "util.h"
 
 static xa_lock dump_lock = XA_LOCK_INIT(XA_RANK_PROF_DUMP);
+static xa_lock sym_lock = XA_LOCK_INIT(XA_RANK_PROF);
 static unsigned dump_seq;
 static bool failure_reported;
 
-/* ---- buffered writer (dump_lock held: one buffer) ---- */
+/* ---- buffered writer ---- */
 
-static char wbuf[65536];
+/* The heap file's buffer (dump_lock held); the collapsed file's is on the
+ * writer's stack. */
+static char heap_buf[65536];
 
 struct writer {
     int fd;
-    size_t len;
+    char *buf;
+    size_t cap, len;
     int err;
 };
 
 static void w_flush(struct writer *w)
 {
     if (w->len && !w->err) {
-        int rc = xa_os_write_all(w->fd, wbuf, w->len);
+        int rc = xa_os_write_all(w->fd, w->buf, w->len);
         if (rc)
             w->err = -rc;
     }
@@ -55,10 +64,10 @@ static void w_flush(struct writer *w)
 static void w_put(struct writer *w, const char *s, size_t n)
 {
     while (n) {
-        if (w->len == sizeof wbuf)
+        if (w->len == w->cap)
             w_flush(w);
-        size_t k = XA_MIN(n, sizeof wbuf - w->len);
-        memcpy(wbuf + w->len, s, k);
+        size_t k = XA_MIN(n, w->cap - w->len);
+        memcpy(w->buf + w->len, s, k);
         w->len += k;
         s += k;
         n -= k;
@@ -166,7 +175,8 @@ static int profile_dir(char *dir, size_t cap)
  * dir/xalloc.PID.SEQ.ext without replacing anything. Returns 0 or errno;
  * path receives the final name. */
 static int write_file(const char *dir, unsigned seq, const char *ext,
-                      int (*fill)(struct writer *), char *path, size_t cap)
+                      int (*fill)(struct writer *), char *buf, size_t buf_cap, char *path,
+                      size_t cap)
 {
     long pid = (long)xa_os_getpid();
     char tmp[320];
@@ -175,7 +185,7 @@ static int write_file(const char *dir, unsigned seq, const char *ext,
     int fd = xa_os_open_create_excl(tmp, 0600);
     if (fd < 0)
         return -fd;
-    struct writer w = {fd, 0, 0};
+    struct writer w = {fd, buf, buf_cap, 0, 0};
     int rc = fill(&w);
     w_flush(&w);
     xa_os_close(fd);
@@ -251,33 +261,42 @@ static const char *intern_name(const char *s)
 }
 
 /* Name of pc; buf is scratch of SYM_NAME_MAX bytes. */
+/* Slot of pc, or of the empty slot where it goes. Pre: sym_lock held. */
+static size_t sym_slot_of(uintptr_t pc)
+{
+    size_t i = (size_t)(pc * 0x9e3779b97f4a7c15ULL >> 48) & (SYM_SLOTS - 1);
+    while (sym_table[i].pc && sym_table[i].pc != pc)
+        i = (i + 1) & (SYM_SLOTS - 1);
+    return i;
+}
+
 static const char *symbol(uintptr_t pc, char *buf)
 {
+    const char *name = NULL;
+    xa_lock_acquire(&sym_lock);
     if (!sym_table)
         sym_table = xa_meta_alloc(SYM_SLOTS * sizeof *sym_table, 4096);
-    size_t i = 0;
-    if (sym_table) {
-        i = (size_t)(pc * 0x9e3779b97f4a7c15ULL >> 48) & (SYM_SLOTS - 1);
-        while (sym_table[i].pc) {
-            if (sym_table[i].pc == pc)
-                return sym_table[i].name;
-            i = (i + 1) & (SYM_SLOTS - 1);
-        }
-    }
+    if (sym_table)
+        name = sym_table[sym_slot_of(pc)].name;
+    xa_lock_release(&sym_lock);
+    if (name)
+        return name;
+    /* The loader is asked with no lock of ours held (see the top). */
     xa_prof_symbolize(pc, buf, SYM_NAME_MAX);
     /* Flame-graph tools split on ';' and on the last space. */
     for (char *c = buf; *c; c++)
         if (*c == ';' || *c == ' ')
             *c = '_';
+    xa_lock_acquire(&sym_lock);
     if (sym_table && sym_used < SYM_SLOTS / 2) {
-        const char *name = intern_name(buf);
-        if (name) {
+        size_t i = sym_slot_of(pc);
+        if (!sym_table[i].pc && (name = intern_name(buf))) {
             sym_table[i].name = name;
-            sym_table[i].pc = pc;
+            __atomic_store_n(&sym_table[i].pc, pc, __ATOMIC_RELEASE);
             sym_used++;
-            return name;
         }
     }
+    xa_lock_release(&sym_lock);
     return buf;
 }
 
@@ -325,60 +344,68 @@ static const char *error_text(int e)
     }
 }
 
-static int dump_locked(const char *why, char *msg, size_t cap)
+/* Writes the heap file under a new sequence number. Pre: dump_lock held.
+ * Returns 0 or errno; *seq and path receive what was written. */
+static int dump_heap_locked(const char *dir, unsigned *seq, char *path, size_t cap)
 {
-    char dir[256], path[320], cpath[320];
-    int rc = profile_dir(dir, sizeof dir);
-    if (!rc)
-        rc = xa_os_dir_writable(dir);
-    if (!rc) {
-        rc = EEXIST;
-        for (int attempt = 0; attempt < 64 && rc == EEXIST; attempt++) {
-            unsigned seq = dump_seq++;
-            rc = write_file(dir, seq, "heap", fill_heap, path, sizeof path);
-            if (!rc)
-                (void)write_file(dir, seq, "collapsed", fill_collapsed, cpath, sizeof cpath);
-        }
-    }
-    if (rc) {
-        xa_snprintf(msg, cap, "cannot write a heap profile in %s: %s", dir[0] ? dir : "?",
-                    error_text(rc));
-        xa_snprintf(msg + xa_strlen(msg), cap > xa_strlen(msg) ? cap - xa_strlen(msg) : 0, " (errno %d)", rc);
-        if (!failure_reported) {
-            failure_reported = true;
-            xa_message("prof: %s dump: %s (reported once)", why, msg);
-        }
+    int rc = xa_os_dir_writable(dir);
+    if (rc)
         return rc;
+    rc = EEXIST;
+    for (int attempt = 0; attempt < 64 && rc == EEXIST; attempt++) {
+        *seq = dump_seq++;
+        rc = write_file(dir, *seq, "heap", fill_heap, heap_buf, sizeof heap_buf, path, cap);
     }
-    xa_snprintf(msg, cap, "%s", path);
-    return 0;
+    return rc;
 }
 
-int xa_prof_dump(const char *why, char *msg, size_t cap)
+/* Heap file (under the dump lock, or failing with EBUSY when try is set
+ * and another dump runs), then collapsed stacks (no lock). */
+static int dump(const char *why, bool try, char *msg, size_t cap)
 {
     if (!xa_prof_enabled()) {
         xa_snprintf(msg, cap, "profiling is off: start the process with prof:true");
         return ENOTSUP;
     }
+    char dir[256], path[320], cpath[320];
+    unsigned seq = 0;
     bool old = xa_prof_guard(true);
-    xa_lock_acquire(&dump_lock);
-    int rc = dump_locked(why, msg, cap);
-    xa_lock_release(&dump_lock);
+    int rc = profile_dir(dir, sizeof dir);
+    if (rc) {
+        xa_strlcpy(dir, "the working directory", sizeof dir);
+    } else if (try && pthread_mutex_trylock(&dump_lock.m) != 0) {
+        xa_prof_guard(old);
+        return EBUSY;
+    } else {
+        if (!try)
+            xa_lock_acquire(&dump_lock);
+        rc = dump_heap_locked(dir, &seq, path, sizeof path);
+        xa_lock_release(&dump_lock);
+    }
+    if (!rc) {
+        char buf[16384];
+        (void)write_file(dir, seq, "collapsed", fill_collapsed, buf, sizeof buf, cpath,
+                         sizeof cpath);
+        xa_snprintf(msg, cap, "%s", path);
+    } else {
+        xa_snprintf(msg, cap, "cannot write a heap profile in %s: %s", dir, error_text(rc));
+        size_t n = xa_strlen(msg);
+        xa_snprintf(msg + n, cap > n ? cap - n : 0, " (errno %d)", rc);
+        if (!__atomic_exchange_n(&failure_reported, true, __ATOMIC_RELAXED))
+            xa_message("prof: %s dump: %s (reported once)", why, msg);
+    }
     xa_prof_guard(old);
     return rc;
 }
 
+int xa_prof_dump(const char *why, char *msg, size_t cap)
+{
+    return dump(why, false, msg, cap);
+}
+
 int xa_prof_dump_try(const char *why, char *msg, size_t cap)
 {
-    if (!xa_prof_enabled())
-        return ENOTSUP;
-    if (pthread_mutex_trylock(&dump_lock.m) != 0)
-        return EBUSY;
-    bool old = xa_prof_guard(true);
-    int rc = dump_locked(why, msg, cap);
-    xa_lock_release(&dump_lock);
-    xa_prof_guard(old);
-    return rc;
+    return dump(why, true, msg, cap);
 }
 
 /* ---- leak report ---- */
@@ -437,6 +464,13 @@ void xa_prof_leak_report(void)
 
 /* ---- fork ---- */
 
-void xa_prof_dump_fork_prepare(void) { xa_lock_acquire(&dump_lock); }
-void xa_prof_dump_fork_parent(void) { xa_lock_release(&dump_lock); }
-void xa_prof_dump_fork_child(void) { xa_lock_reset(&dump_lock); }
+/* A dump may wait for the loader (collapsed stacks) and the loader's lock
+ * may be held by a thread waiting for an allocator lock that the forking
+ * thread holds: fork does not wait for dumps. In the child the locks are
+ * reset; the heap-file buffer and sequence number need no consistency, and
+ * a symbol-cache entry becomes visible only once complete. */
+void xa_prof_dump_fork_child(void)
+{
+    xa_lock_reset(&dump_lock);
+    xa_lock_reset(&sym_lock);
+}

@@ -22,8 +22,8 @@ void xa_prof_leak_report(void);
 /* Finds the mapping of /proc/self/maps holding addr. Returns 0 or errno. */
 int xa_prof_maps_range(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 
-void xa_prof_dump_fork_prepare(void);
-void xa_prof_dump_fork_parent(void);
+/* In the fork child: resets the dump and symbol-cache locks (the fork
+ * handlers do not take them; see prof_dump.c). */
 void xa_prof_dump_fork_child(void);
 
 #endif /* XA_PROF_DUMP_H */

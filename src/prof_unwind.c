@@ -42,9 +42,17 @@ unsigned xa_prof_backtrace(uintptr_t *pcs, unsigned max)
     int skip = 0;
     while (skip < n && (uintptr_t)buf[skip] >= text_lo && (uintptr_t)buf[skip] < text_hi)
         skip++;
+    /* A frame of this library further out means the allocation was made
+     * by libc on behalf of the allocator itself (pthread_create of its
+     * background thread allocating TLS): the stack stops there, so the
+     * memory is shown under the libc function and not charged to whatever
+     * the program was allocating at the time. */
     unsigned depth = 0;
-    for (int i = skip; i < n && depth < max; i++)
+    for (int i = skip; i < n && depth < max; i++) {
+        if ((uintptr_t)buf[i] >= text_lo && (uintptr_t)buf[i] < text_hi)
+            break;
         pcs[depth++] = (uintptr_t)buf[i];
+    }
     return depth;
 }
 

@@ -5,17 +5,17 @@
 set -euo pipefail
 
 what=${1:-check}
-deb_build="gcc make pkg-config libc6-dev"
+deb_build="gcc make pkg-config libc6-dev libunwind-dev"
 deb_check="check clang libclang-rt-14-dev groff-base jq util-linux binutils shellcheck systemd
   valgrind strace gnuplot-nox libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
   redis-server redis-tools sqlite3 git python3 perl gcc
   debhelper devscripts dpkg-dev lintian rpm rpmlint dnf createrepo-c
-  systemd-container debootstrap"
+  systemd-container debootstrap google-perftools libjemalloc-dev"
 deb_bench="valgrind gnuplot-nox libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
   redis-server redis-tools hyperfine"
-rpm_build="gcc make pkgconf-pkg-config glibc-devel"
+rpm_build="gcc make pkgconf-pkg-config glibc-devel libunwind-devel"
 rpm_check="check-devel clang groff-base jq util-linux binutils redis sqlite git
-  python3 perl rpm-build"
+  python3 perl rpm-build gperftools jemalloc-devel"
 
 case "$what" in
 build) deb="$deb_build"; rpm="$rpm_build" ;;

@@ -2,14 +2,19 @@
  * prof:true,prof_sample:1 (every allocation unwinds), worker threads
  * allocate and free, one thread loops dlopen/dlclose of an object whose
  * constructor allocates (unwinding while the loader's lock is held), one
- * thread forks (the child allocates, frees and exits through exit(), so a
- * final dump runs in the child), and interval dumps run meanwhile.
+ * thread forks (the child allocates and frees), and interval dumps run
+ * meanwhile. Every fourth child exits through exit(), so that a final dump
+ * runs in the child: for those forks the loader thread pauses between two
+ * dlopen calls, because dlclose holds glibc's atexit lock (__cxa_finalize)
+ * and a child forked then could never run exit() (glibc's limit, not the
+ * allocator's: the other children _exit()).
  * Usage: deadlock SECONDS PATH_TO_dl_obj.so. Exits 0 when everything
  * finished; the caller bounds it with timeout(1). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +26,7 @@
 static atomic_int stop;
 static const char *obj_path;
 static atomic_long allocs, loads, forks;
+static atomic_int pause_req, paused;
 
 static void *worker(void *arg)
 {
@@ -51,6 +57,12 @@ static void *loader(void *arg)
 {
     (void)arg;
     while (!atomic_load(&stop)) {
+        if (atomic_load(&pause_req)) {
+            atomic_store(&paused, 1);
+            while (atomic_load(&pause_req))
+                usleep(100);
+            atomic_store(&paused, 0);
+        }
         void *h = dlopen(obj_path, RTLD_NOW | RTLD_LOCAL);
         if (!h) {
             fprintf(stderr, "deadlock: dlopen %s: %s\n", obj_path, dlerror());
@@ -70,8 +82,16 @@ static void *loader(void *arg)
 static void *forker(void *arg)
 {
     (void)arg;
-    while (!atomic_load(&stop)) {
+    for (long n = 0; !atomic_load(&stop); n++) {
+        bool full_exit = n % 4 == 0;
+        if (full_exit) {
+            atomic_store(&pause_req, 1);
+            while (!atomic_load(&paused) && !atomic_load(&stop))
+                usleep(100);
+        }
         pid_t pid = fork();
+        if (full_exit && pid != 0)
+            atomic_store(&pause_req, 0);
         if (pid < 0) {
             perror("deadlock: fork");
             exit(2);
@@ -84,7 +104,9 @@ static void *forker(void *arg)
                 p[i] = malloc(32 + (size_t)i * 16);
             for (int i = 0; i < 256; i++)
                 free(p[i]);
-            exit(0);
+            if (full_exit)
+                exit(0);
+            _exit(0);
         }
         int st;
         if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
