@@ -98,7 +98,7 @@ CHECK_TARGETS += check-prof check-prof-compat
 # ---- benchmark ----
 # bench-prof: tools/prof-bench/run.py: 13 workloads of tools/bench under
 #   libxalloc.so.1, libxalloc-prof.so.1 with prof:false and prof:true, and
-#   jemalloc with and without MALLOC_CONF=prof:true; median of 5, about
+#   jemalloc with and without MALLOC_CONF=prof:true; median of 7, about
 #   6 minutes on 2 cores. Then the cost of one unwind and of one dump of a
 #   10,000-stack profile (tests/prof/prof_cost.c). Results in
 #   $(BUILD)/prof-bench.md.

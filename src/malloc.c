@@ -266,8 +266,10 @@ static XA_NOINLINE void free_other(void *p)
 
 XA_FAST_PATH void free_inline(void *p)
 {
-    if (xa_config_prof) /* prof hook: a sampled block leaves the profile */
-        xa_prof_on_free(p);
+    /* prof hook: a sampled block leaves the profile; free_other frees any
+     * pointer (a tail call: the fast path keeps no frame) */
+    if (xa_config_prof && xa_prof_maybe_sampled(p))
+        return free_other(xa_prof_free_slow(p));
     if (xa_likely(xa_region_of(p) == XA_REGION_RUNS && !junk)) {
         xa_chunk *c = xa_chunk_of(p);
         xa_slab *s = xa_run_of(c, p);
@@ -327,10 +329,17 @@ static size_t round_pow2(size_t a)
 
 /* ---- the API ---- */
 
+/* prof hook: an allocation chosen for sampling, out of line so that the
+ * fast path keeps no register live across the allocation. */
+static XA_NOINLINE void *malloc_sampled(size_t size)
+{
+    return xa_prof_alloc_slow(malloc_inline(size), size);
+}
+
 XA_API void *API(malloc)(size_t size)
 {
-    if (xa_config_prof) /* prof hook */
-        return xa_prof_on_alloc(malloc_inline(size), size);
+    if (xa_config_prof && xa_prof_sample_due(size)) /* prof hook */
+        return malloc_sampled(size);
     return malloc_inline(size);
 }
 
@@ -604,8 +613,8 @@ int __posix_memalign(void **out, size_t align, size_t size);
 
 XA_API void *__libc_malloc(size_t size)
 {
-    if (xa_config_prof) /* prof hook */
-        return xa_prof_on_alloc(malloc_inline(size), size);
+    if (xa_config_prof && xa_prof_sample_due(size)) /* prof hook */
+        return malloc_sampled(size);
     return malloc_inline(size);
 }
 XA_API void __libc_free(void *p) { free_inline(p); }

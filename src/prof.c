@@ -30,6 +30,7 @@
 
 __thread int64_t xa_prof_left __attribute__((tls_model("initial-exec")));
 uint8_t xa_prof_filter[(size_t)1 << XA_PROF_FILTER_BITS];
+bool xa_prof_on;
 
 /* Both tables start small (a small program's profile costs it a few
  * pages) and double when they hold twice as many entries as buckets; the
@@ -335,13 +336,14 @@ XA_SLOW_PATH void *xa_prof_alloc_slow(void *p, size_t size)
     return p;
 }
 
-XA_SLOW_PATH void xa_prof_free_slow(void *p)
+XA_SLOW_PATH void *xa_prof_free_slow(void *p)
 {
     if (!p || !enabled)
-        return;
+        return p;
     xa_lock_acquire(&prof_lock);
     sample_remove(p);
     xa_lock_release(&prof_lock);
+    return p;
 }
 
 /* ---- module interface ---- */
@@ -390,6 +392,7 @@ void xa_prof_boot(void)
             xa_prof_unwind_boot(lo, hi);
         if (stack_buckets && sample_buckets) {
             enabled = true;
+            __atomic_store_n(&xa_prof_on, true, __ATOMIC_RELEASE);
             __atomic_store_n(&xa_stats_dump_hook, dump_hook, __ATOMIC_RELEASE);
         } else {
             xa_message("prof: cannot set up the profiler (out of memory); profiling is off");

@@ -12,6 +12,8 @@
 #ifndef XA_PROF_H
 #define XA_PROF_H
 
+#include <stdbool.h>
+
 #include "common.h"
 
 /* ---- fast paths (prof build only) ---- */
@@ -20,6 +22,10 @@
  * 0, so a thread's first allocation takes the slow path, which sets it up
  * (to "never" when prof is off). One decrement per allocation. */
 extern __thread int64_t xa_prof_left __attribute__((tls_model("initial-exec")));
+/* Set once at boot when prof:true; with prof:false the hooks cost one
+ * load and branch each, on a byte that is never written. */
+extern bool xa_prof_on;
+
 /* One byte per 4 KiB page of address space (modulo 4 GiB): non-zero when a
  * sampled block starts in a page of that index. A free reads one byte, and
  * takes the slow path only for blocks on such pages (about 1 free in 130 at
@@ -34,17 +40,35 @@ static inline size_t xa_prof_filter_index(const void *p)
     return (size_t)((uintptr_t)p >> 12) & (((size_t)1 << XA_PROF_FILTER_BITS) - 1);
 }
 
+/* Records p (if not NULL) as a sample of size bytes; returns p. */
 XA_SLOW_PATH void *xa_prof_alloc_slow(void *p, size_t size);
-XA_SLOW_PATH void xa_prof_free_slow(void *p);
+/* Removes p from the profile if it is a sampled block; returns p. */
+XA_SLOW_PATH void *xa_prof_free_slow(void *p);
 
-/* Called with every allocation's result (p may be NULL) and the requested
- * size; returns p. Pre: no allocator lock held (a sample unwinds). */
+/* Counts size bytes against this thread's sample distance; true when the
+ * allocation of those bytes is to be sampled: the caller then passes its
+ * result through xa_prof_alloc_slow(). Deciding before the allocation
+ * keeps the fast path free of live registers across it. */
+XA_FAST_PATH bool xa_prof_sample_due(size_t size)
+{
+#if XA_PROF
+    if (!xa_prof_on)
+        return false;
+    int64_t left = (int64_t)((uint64_t)xa_prof_left - size);
+    xa_prof_left = left;
+    return xa_unlikely(left < 0);
+#else
+    (void)size;
+    return false;
+#endif
+}
+
+/* The same for callers that have the result already: returns p. Pre: no
+ * allocator lock held (a sample unwinds). */
 XA_FAST_PATH void *xa_prof_on_alloc(void *p, size_t size)
 {
 #if XA_PROF
-    int64_t left = (int64_t)((uint64_t)xa_prof_left - size);
-    xa_prof_left = left;
-    if (xa_unlikely(left < 0))
+    if (xa_prof_sample_due(size))
         return xa_prof_alloc_slow(p, size);
 #else
     (void)size;
@@ -52,16 +76,25 @@ XA_FAST_PATH void *xa_prof_on_alloc(void *p, size_t size)
     return p;
 }
 
-/* Called before a block is freed (or given to realloc). p may be NULL or
- * any pointer the allocator would accept. */
-XA_FAST_PATH void xa_prof_on_free(void *p)
+/* True when p may be a sampled block (its page's filter byte is set): the
+ * caller then calls xa_prof_free_slow(p) before freeing it. p may be NULL
+ * or any pointer the allocator would accept. */
+XA_FAST_PATH bool xa_prof_maybe_sampled(const void *p)
 {
 #if XA_PROF
-    if (xa_unlikely(__atomic_load_n(&xa_prof_filter[xa_prof_filter_index(p)], __ATOMIC_RELAXED)))
-        xa_prof_free_slow(p);
+    return xa_unlikely(xa_prof_on && __atomic_load_n(&xa_prof_filter[xa_prof_filter_index(p)],
+                                                     __ATOMIC_RELAXED) != 0);
 #else
     (void)p;
+    return false;
 #endif
+}
+
+/* Same, for callers off the fast path (realloc). */
+XA_FAST_PATH void xa_prof_on_free(void *p)
+{
+    if (xa_prof_maybe_sampled(p))
+        xa_prof_free_slow(p);
 }
 
 /* ---- process hooks (init.c), prof build only ---- */

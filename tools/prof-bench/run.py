@@ -11,7 +11,9 @@ repetition so that machine noise hits all of them alike:
   jemalloc        Debian's libjemalloc.so.2
   jemalloc prof   libjemalloc.so.2, MALLOC_CONF=prof:true (512 KiB mean)
 
-and prints a markdown table of median wall time and peak RSS, with the
+and prints a markdown table of the median of the time each workload
+measures itself (secs: its timed phase, without start-up and set-up) and
+of its peak RSS (rss_peak_kb, read by the workload from /proc), with the
 ratios prof:false / xalloc, prof:true / xalloc and jemalloc prof / jemalloc.
 Then two micro figures from tests/prof/prof_cost.c: the cost of one unwind
 and of one dump of a 10,000-stack profile.
@@ -24,13 +26,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 WORKLOADS = [
-    ("malloc-test 64 B t1", "malloc_test", ["threads=1", "size=64", "pairs=5000000"]),
-    ("malloc-test 1 KiB t2", "malloc_test", ["threads=2", "size=1024", "pairs=4000000"]),
-    ("malloc-test 9300 B t1", "malloc_test", ["threads=1", "size=9300", "pairs=2000000"]),
-    ("malloc-test 64 KiB t1", "malloc_test", ["threads=1", "size=65536", "pairs=1000000"]),
+    ("malloc-test 64 B t1", "malloc_test", ["threads=1", "size=64", "pairs=10000000"]),
+    ("malloc-test 1 KiB t2", "malloc_test", ["threads=2", "size=1024", "pairs=6000000"]),
+    ("malloc-test 9300 B t1", "malloc_test", ["threads=1", "size=9300", "pairs=6000000"]),
+    ("malloc-test 64 KiB t1", "malloc_test", ["threads=1", "size=65536", "pairs=3000000"]),
     ("ovsdb update 1000 rows", "ovsdb",
      ["mode=update", "rows=1000", "workers=10", "rowmap=256", "rpt=1", "ops=750"]),
     ("ovsdb insert-only 200000 rows", "ovsdb",
@@ -67,17 +68,15 @@ def run_once(argv, extra):
            if k not in ("LD_PRELOAD", "XALLOC_CONF", "MALLOC_CONF")}
     env.update(extra)
     env["LC_ALL"] = "C"
-    start = time.monotonic()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.monotonic() - start
-    out = proc.stdout.read().decode(errors="replace")
-    err = proc.stderr.read().decode(errors="replace")
-    proc.stdout.close()
-    proc.stderr.close()
-    if status != 0 or "RESULT" not in out:
-        raise RuntimeError(f"{' '.join(argv)} with {extra}: status {status}: {err[-500:]}")
-    return wall, ru.ru_maxrss
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    kv = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            kv = dict(w.split("=", 1) for w in line.split()[1:] if "=" in w)
+    if proc.returncode != 0 or "secs" not in kv or "rss_peak_kb" not in kv:
+        raise RuntimeError(f"{' '.join(argv)} with {extra}: status {proc.returncode}: "
+                           f"{proc.stderr[-500:]}")
+    return float(kv["secs"]), int(kv["rss_peak_kb"])
 
 
 def ratio(a, b):
@@ -99,7 +98,7 @@ def micro(build):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default="build")
-    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--only", default="", help="substring of the workload names to run")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
@@ -121,10 +120,10 @@ def main():
                                   statistics.median(r for _, r in s))
                               for n, s in samples.items()}
             r = results[label]
-            print(f"# {label}: " + ", ".join(f"{n} {r[n][0]:.3f}s {r[n][1] // 1024}MiB"
+            print(f"# {label}: " + ", ".join(f"{n} {r[n][0]:.3f}s {r[n][1] / 1024:.1f}MiB"
                                              for n in names), file=sys.stderr)
         lines.append(f"Median of {args.reps} runs per cell, configurations interleaved; "
-                     "wall seconds (peak RSS MiB).")
+                     "seconds of the timed phase (peak RSS MiB).")
         lines.append("")
         head = "| workload | " + " | ".join(names) + \
             " | prof:false/xalloc time | prof:true/xalloc time | prof:true/xalloc RSS |"
@@ -133,7 +132,7 @@ def main():
         lines.append(head)
         lines.append("|" + "---|" * (head.count("|") - 1))
         for label, r in results.items():
-            row = f"| {label} | " + " | ".join(f"{r[n][0]:.3f} ({r[n][1] / 1024:.0f})"
+            row = f"| {label} | " + " | ".join(f"{r[n][0]:.3f} ({r[n][1] / 1024:.1f})"
                                              for n in names)
             row += (f" | {ratio(r['prof:false'][0], r['xalloc'][0])}"
                     f" | {ratio(r['prof:true'][0], r['xalloc'][0])}"
