@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define XALLOC_STATS_VERSION_MAJOR 1
-#define XALLOC_STATS_VERSION_MINOR 0
+#define XALLOC_STATS_VERSION_MINOR 1
 #define XALLOC_STATS_MAX_ARENAS 256
 #define XALLOC_STATS_MAX_CLASSES 64
 
@@ -36,7 +36,15 @@
     X(npurge, count, "purge operations (madvise or unmap calls)")             \
     X(threads, count, "threads with a heap")                                  \
     X(narenas, count, "arenas")                                               \
-    X(nnodes, count, "NUMA nodes in use")
+    X(nnodes, count, "NUMA nodes in use")                                      \
+    X(purged_at_free, bytes, "bytes purged by frees, above the dirty allowance (cumulative)") \
+    X(purged_slow_path, bytes, "bytes purged by decay on allocation slow paths (cumulative)") \
+    X(purged_thread, bytes, "bytes purged by the purger thread (cumulative)")  \
+    X(purged_trim, bytes, "bytes purged on request: malloc_trim, xalloc_purge, --purge (cumulative)") \
+    X(purger_thread, count, "purger thread: 0 not started, 1 running, 2 could not be created") \
+    X(huge_backed, bytes, "bytes of chunks backed by huge pages (promoted dense chunks, or all under thp:always)") \
+    X(thp_promotions, count, "chunks promoted to huge pages because they became dense (cumulative)") \
+    X(thp_demotions, count, "huge-page chunks demoted to small pages because they became sparse (cumulative)")
 
 /* X(field, unit, description): per arena. */
 #define XALLOC_STATS_ARENA(X)                                                   \
@@ -47,7 +55,7 @@
     X(mapped, bytes, "bytes mapped in chunks")                                \
     X(dirty, bytes, "bytes free but resident")                                \
     X(retained, bytes, "bytes mapped but purged")                             \
-    X(huge_backed, bytes, "bytes in chunks advised for huge pages")           \
+    X(huge_backed, bytes, "bytes in chunks backed by huge pages")           \
     X(large_count, count, "live large blocks")                                \
     X(large_bytes, bytes, "bytes in live large blocks")                       \
     X(huge_count, count, "live huge blocks")                                  \
@@ -82,7 +90,7 @@ struct xalloc_stats {
     uint16_t version_minor;
     uint64_t timestamp_ns;  /* CLOCK_MONOTONIC of the snapshot */
     XALLOC_STATS_TOTALS(XALLOC_STATS_FIELD_)
-    uint64_t reserved[16];
+    uint64_t reserved[8];
     uint32_t arenas_count;  /* entries used in arenas[] */
     uint32_t classes_count; /* entries used in classes[] */
     struct xalloc_stats_arena arenas[XALLOC_STATS_MAX_ARENAS];

@@ -9,16 +9,14 @@
 #include "heap.h"
 #include "os.h"
 
-static unsigned state;        /* enum xa_background_state */
+static unsigned state;        /* enum xa_background_state (mirrored for the statistics) */
 static uint64_t failed_ns;    /* when pthread_create last failed */
 static uint32_t wake_seq;     /* futex word: bumped to wake the thread */
 static bool sleeping_idle;    /* the thread waits with nothing dirty */
-static uint64_t passes;
 
 uint64_t xa_background_pass(uint64_t now)
 {
     uint64_t next = UINT64_MAX;
-    __atomic_fetch_add(&passes, 1, __ATOMIC_RELAXED);
     for (unsigned i = 0; i < xa_narenas; i++) {
         xa_arena *a = __atomic_load_n(&xa_arenas[i], __ATOMIC_ACQUIRE);
         if (!a)
@@ -72,6 +70,7 @@ static void *thread_main(void *arg)
     }
     __atomic_store_n(&xa_heap_purger_active, false, __ATOMIC_RELEASE);
     __atomic_store_n(&state, XA_BG_STOPPED, __ATOMIC_RELEASE);
+    __atomic_store_n(&xa_heap_purger_state, XA_BG_STOPPED, __ATOMIC_RELAXED);
     return NULL;
 }
 
@@ -97,11 +96,13 @@ static void start(void)
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 64 * 1024);
     __atomic_store_n(&xa_heap_purger_active, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&xa_heap_purger_state, XA_BG_RUNNING, __ATOMIC_RELAXED);
     if (pthread_create(&tid, &attr, thread_main, NULL) != 0) {
         /* Purging stays on the slow paths; try again later. */
         failed_ns = xa_os_now_ns();
         __atomic_store_n(&xa_heap_purger_active, false, __ATOMIC_RELEASE);
         __atomic_store_n(&state, XA_BG_FAILED, __ATOMIC_RELEASE);
+        __atomic_store_n(&xa_heap_purger_state, XA_BG_FAILED, __ATOMIC_RELAXED);
     }
     pthread_attr_destroy(&attr);
 }
@@ -134,20 +135,11 @@ void xa_background_notice(void)
         start();
 }
 
-unsigned xa_background_state(void)
-{
-    return __atomic_load_n(&state, __ATOMIC_RELAXED);
-}
-
-uint64_t xa_background_passes(void)
-{
-    return __atomic_load_n(&passes, __ATOMIC_RELAXED);
-}
-
 void xa_background_fork_child(void)
 {
     xa_heap_purger_active = false;
     state = XA_BG_STOPPED;
+    xa_heap_purger_state = XA_BG_STOPPED;
     sleeping_idle = false;
     wake_seq = 0;
 }

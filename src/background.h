@@ -37,8 +37,5 @@ void xa_background_fork_child(void);
  * large-block cache. Returns the nanoseconds until something comes due
  * (UINT64_MAX when nothing is dirty). */
 uint64_t xa_background_pass(uint64_t now);
-/* enum xa_background_state, and the number of passes made (statistics). */
-unsigned xa_background_state(void);
-uint64_t xa_background_passes(void);
 
 #endif /* XA_BACKGROUND_H */

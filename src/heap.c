@@ -20,6 +20,7 @@ static void no_dirty(void) { __atomic_store_n(&xa_arena_dirty_pending, false, __
  * heap makes upward (declared in heap.h, defined by the orchestrator). */
 struct xa_heap_hooks xa_heap_hooks = {xa_heap_boot_thread, no_tick, no_dirty};
 bool xa_heap_purger_active;
+unsigned xa_heap_purger_state;
 
 xa_slab xa_slab_empty;
 /* The heap of a thread that has not allocated yet: every class points to
@@ -41,6 +42,7 @@ static uint64_t next_global_decay_ns;
 static inline uintptr_t enc(uintptr_t p) { return p ^ xa_heap_secret; }
 
 static bool large_cache_flush(xa_heap *h, uint64_t now, bool force);
+static void make_room(xa_heap *h);
 
 /* A clock read on slow paths (upkeep) and used to stamp parked large
  * blocks: stamping them with a real clock read would cost a vDSO call on
@@ -212,7 +214,7 @@ static inline uintptr_t trim_mark(const xa_block *b)
  * stale mark left by the program only means a block is not trimmed. */
 /* Purges the pages of one free block past its first (which holds the
  * link) and marks it so the owner's trim does not purge it again. */
-static size_t trim_block(xa_block *b, uint32_t block_size)
+static size_t trim_block(xa_block *b, uint32_t block_size, unsigned path)
 {
     uintptr_t *words = (uintptr_t *)b;
     if (words[1] == trim_mark(b))
@@ -220,10 +222,14 @@ static size_t trim_block(xa_block *b, uint32_t block_size)
     size_t len = block_size - XA_OS_PAGE;
     xa_pages_purge((char *)b + XA_OS_PAGE, len);
     words[1] = trim_mark(b);
+    xa_arena *a = xa_chunk_of(b)->arena;
+    __atomic_fetch_add(&a->purged_by[path], len, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->purged_bytes, len, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->npurge, 1, __ATOMIC_RELAXED);
     return len;
 }
 
-static size_t trim_free_blocks(xa_heap *h)
+static size_t trim_free_blocks(xa_heap *h, unsigned path)
 {
     size_t bytes = 0;
     for (unsigned c = xa_size_class(XA_TRIM_MIN_BLOCK); c < XA_NCLASSES; c++) {
@@ -233,7 +239,7 @@ static size_t trim_free_blocks(xa_heap *h)
             xa_slab_collect(s);
             uint32_t limit = s->reserved;
             for (uintptr_t p = s->free; p && limit--; p = enc(((xa_block *)p)->next))
-                bytes += trim_block((xa_block *)p, s->block_size);
+                bytes += trim_block((xa_block *)p, s->block_size, path);
         }
     }
     h->trimmed_bytes += bytes;
@@ -252,7 +258,7 @@ void xa_heap_upkeep(xa_heap *h)
     uint64_t decay_ns = (uint64_t)__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) * 1000000u;
     if (now - h->last_trim_ns >= decay_ns) {
         h->last_trim_ns = now;
-        trim_free_blocks(h);
+        trim_free_blocks(h, XA_PURGE_SLOW_PATH);
     }
     xa_heap_notice_dirty();
     if (__atomic_load_n(&xa_heap_purger_active, __ATOMIC_ACQUIRE)) {
@@ -361,7 +367,7 @@ void xa_heap_free_local_slow(xa_heap *h, xa_slab *s)
         unfull(h, s);
     if ((s->in_full & XA_SLAB_TRIM) && (h->trim_pending += s->block_size) > TRIM_ALLOWANCE) {
         h->trim_pending = 0;
-        trim_free_blocks(h);
+        trim_free_blocks(h, XA_PURGE_AT_FREE);
     }
     if (s->used == 0 && (s != h->cur[s->cls] || h->no_keep)) {
         /* Empty and not current: back to the arena, where it coalesces
@@ -423,7 +429,7 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
     if ((s->in_full & XA_SLAB_TRIM) && h != &xa_heap_empty &&
         (h->remote_trim_pending += s->block_size) > TRIM_ALLOWANCE &&
         !xa_chunk_of(s)->huge_advised)
-        h->trimmed_bytes += trim_block(b, s->block_size);
+        h->trimmed_bytes += trim_block(b, s->block_size, XA_PURGE_AT_FREE);
     if (h != &xa_heap_empty && cls < XA_FOREIGN_CLASSES) {
         xa_slab *f = &h->foreign[cls];
         uint32_t n = f->reserved - f->used;
@@ -471,23 +477,71 @@ static void foreign_flush(xa_heap *h)
 
 /* ---- large-block cache ---- */
 
+/* A slot word is the parked block's address with a size key in its low
+ * 12 bits (large blocks are 64 KiB-aligned, a huge block's pointer is a
+ * page past its mapping's start): the run's units (1..31) for a large
+ * block, the mapping's size in pages (more than 496) for a huge one. The
+ * owner matches on the word alone and reads a block's metadata only once
+ * its exchange has made the block its own: the purger may take and free a
+ * parked block at any time, unmapping it. The slot's freed time sits in
+ * the heap for the same reason. */
+#define SLOT_KEY_MASK ((uintptr_t)XA_OS_PAGE - 1)
+
+static inline uintptr_t slot_word(uintptr_t p, uintptr_t key) { return p | key; }
+static inline uintptr_t huge_key(size_t map_size) { return map_size >> 12; }
+
+/* A block was parked: the purger (which may sleep with nothing dirty)
+ * must hear of it to give it back if this thread goes quiet, but a thread
+ * cycling a hot buffer must not wake it on every free. The coarse clock
+ * only moves on slow paths, so a tight cycle raises the hint once. */
+static void note_parked(xa_heap *h)
+{
+    uint64_t now = __atomic_load_n(&coarse_now_ns, __ATOMIC_RELAXED);
+    if (now != h->park_noticed_ns) {
+        h->park_noticed_ns = now;
+        __atomic_store_n(&xa_arena_dirty_pending, true, __ATOMIC_RELAXED);
+    }
+}
+
+/* Takes slot i if it still holds word w; true when the block is ours. */
+static bool slot_claim(xa_heap *h, unsigned i, uintptr_t w)
+{
+    return atomic_compare_exchange_strong_explicit(&h->large_cache[i], &w, 0,
+                                                   memory_order_acquire, memory_order_relaxed);
+}
+
+/* Publishes w in a free slot, making room first; false if none was free. */
+static bool slot_publish(xa_heap *h, uintptr_t w)
+{
+    make_room(h);
+    for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
+        uintptr_t expected = 0;
+        if (atomic_load_explicit(&h->large_cache[i], memory_order_relaxed))
+            continue;
+        __atomic_store_n(&h->large_cache_ns[i], __atomic_load_n(&coarse_now_ns, __ATOMIC_RELAXED),
+                         __ATOMIC_RELAXED);
+        if (atomic_compare_exchange_strong_explicit(&h->large_cache[i], &expected, w,
+                                                    memory_order_release, memory_order_relaxed)) {
+            note_parked(h);
+            return true;
+        }
+    }
+    return false;
+}
+
 void *xa_heap_large_cache_take(xa_heap *h, unsigned units)
 {
     for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
-        uintptr_t p = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
-        if (!p)
+        uintptr_t w = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
+        if (!w || (w & SLOT_KEY_MASK) != units || !slot_claim(h, i, w))
             continue;
-        xa_chunk *c = xa_chunk_of((void *)p);
-        xa_slab *s = xa_run_of(c, (void *)p);
-        if (s->units != units || s->kind == XA_RUN_HUGE)
-            continue;
-        if (atomic_exchange_explicit(&h->large_cache[i], 0, memory_order_acquire) != p)
-            continue; /* the background thread took it meanwhile */
+        void *p = (void *)(w & ~SLOT_KEY_MASK);
+        xa_slab *s = xa_run_of(xa_chunk_of(p), p);
         s->in_full = 0;
         s->large_size = 0; /* parked: counted as not requested (see put) */
         __atomic_fetch_sub(&h->large_cached_bytes, (uint64_t)units << XA_UNIT_SHIFT,
                            __ATOMIC_RELAXED);
-        return (void *)p;
+        return p;
     }
     return NULL;
 }
@@ -495,31 +549,24 @@ void *xa_heap_large_cache_take(xa_heap *h, unsigned units)
 bool xa_heap_large_cache_put(xa_heap *h, xa_chunk *c, xa_slab *s)
 {
     size_t bytes = (size_t)s->units << XA_UNIT_SHIFT;
-    if (h->no_keep || c->arena != h->arena || bytes > xa_opt.tcache_max || __atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) == 0)
+    if (h->no_keep || c->arena != h->arena || bytes > xa_opt.tcache_max ||
+        __atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) == 0)
         return false;
     uintptr_t p = (uintptr_t)xa_unit_addr(c, s->first_unit);
-    for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
-        uintptr_t expected = 0;
-        if (atomic_load_explicit(&h->large_cache[i], memory_order_relaxed))
-            continue;
-        s->in_full = 1; /* marks a parked block: a second free is reported */
-        s->freed_ns = __atomic_load_n(&coarse_now_ns, __ATOMIC_RELAXED);
-        /* Freed as far as the program is concerned: not requested any more.
-         * Done before the block is published, since whoever takes it from
-         * the slot next may free it to the arena at once. */
-        size_t req = s->large_size;
-        s->large_size = 0;
-        if (atomic_compare_exchange_strong_explicit(&h->large_cache[i], &expected, p,
-                                                    memory_order_release,
-                                                    memory_order_relaxed)) {
-            __atomic_fetch_add(&h->large_cached_bytes, bytes, __ATOMIC_RELAXED);
-            __atomic_store_n(&xa_arena_dirty_pending, true, __ATOMIC_RELAXED);
-            __atomic_fetch_sub(&c->arena->requested_big, req, __ATOMIC_RELAXED);
-            return true;
-        }
-        s->large_size = req;
-        s->in_full = 0;
-    }
+    s->in_full = 1; /* marks a parked block: a second free is reported */
+    /* Freed as far as the program is concerned: not requested any more.
+     * Done before the block is published, since whoever takes it from the
+     * slot next may free it to the arena at once. */
+    size_t req = s->large_size;
+    s->large_size = 0;
+    __atomic_fetch_add(&h->large_cached_bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&c->arena->requested_big, req, __ATOMIC_RELAXED);
+    if (slot_publish(h, slot_word(p, s->units)))
+        return true;
+    __atomic_fetch_add(&c->arena->requested_big, req, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&h->large_cached_bytes, bytes, __ATOMIC_RELAXED);
+    s->large_size = req;
+    s->in_full = 0;
     return false;
 }
 
@@ -527,22 +574,20 @@ void *xa_heap_huge_cache_take(xa_heap *h, size_t map_size, size_t request)
 {
     if (!__atomic_load_n(&h->huge_cached_bytes, __ATOMIC_RELAXED))
         return NULL;
+    uintptr_t want = huge_key(map_size);
     for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
-        uintptr_t p = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
-        if (!p)
-            continue;
-        xa_chunk *c = xa_chunk_of((void *)p);
+        uintptr_t w = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
+        uintptr_t key = w & SLOT_KEY_MASK;
         /* Up to a quarter too big, as the arena's own cache of mappings. */
-        if (c->slabs[0].kind != XA_RUN_HUGE || c->map_size < map_size ||
-            c->map_size - map_size > map_size / 4)
+        if (!w || key < want || key - want > want / 4 || !slot_claim(h, i, w))
             continue;
-        if (atomic_exchange_explicit(&h->large_cache[i], 0, memory_order_acquire) != p)
-            continue;
+        char *p = (char *)(w & ~SLOT_KEY_MASK);
+        xa_chunk *c = xa_chunk_of(p);
         __atomic_fetch_sub(&h->huge_cached_bytes, c->map_size, __ATOMIC_RELAXED);
         c->huge_request = request;
         __atomic_fetch_add(&c->arena->requested_big, request, __ATOMIC_RELAXED);
-        __atomic_store_n(&c->huge_ptr, (char *)p, __ATOMIC_RELEASE);
-        return (void *)p;
+        __atomic_store_n(&c->huge_ptr, p, __ATOMIC_RELEASE);
+        return p;
     }
     return NULL;
 }
@@ -554,29 +599,64 @@ bool xa_heap_huge_cache_put(xa_heap *h, xa_chunk *c)
         p != (uintptr_t)c + XA_HUGE_HEADER ||
         __atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) == 0)
         return false;
-    for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
-        uintptr_t expected = 0;
-        if (atomic_load_explicit(&h->large_cache[i], memory_order_relaxed))
-            continue;
-        /* A parked mapping has no user pointer: a second free of it, or a
-         * realloc, is reported as an invalid pointer. It stays on the
-         * arena's list of live mappings. */
-        size_t req = c->huge_request;
-        c->huge_ptr = NULL;
-        c->huge_request = 0;
-        c->freed_ns = __atomic_load_n(&coarse_now_ns, __ATOMIC_RELAXED);
-        if (atomic_compare_exchange_strong_explicit(&h->large_cache[i], &expected, p,
-                                                    memory_order_release,
-                                                    memory_order_relaxed)) {
-            __atomic_fetch_add(&h->huge_cached_bytes, c->map_size, __ATOMIC_RELAXED);
-            __atomic_fetch_sub(&c->arena->requested_big, req, __ATOMIC_RELAXED);
-            __atomic_store_n(&xa_arena_dirty_pending, true, __ATOMIC_RELAXED);
-            return true;
-        }
-        c->huge_request = req;
-        c->huge_ptr = (char *)p;
-    }
+    /* A parked mapping has no user pointer: a second free of it, or a
+     * realloc, is reported as an invalid pointer. It stays on the arena's
+     * list of live mappings. */
+    size_t req = c->huge_request;
+    c->huge_ptr = NULL;
+    c->huge_request = 0;
+    __atomic_fetch_add(&h->huge_cached_bytes, c->map_size, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&c->arena->requested_big, req, __ATOMIC_RELAXED);
+    if (slot_publish(h, slot_word(p, huge_key(c->map_size))))
+        return true;
+    __atomic_fetch_add(&c->arena->requested_big, req, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&h->huge_cached_bytes, c->map_size, __ATOMIC_RELAXED);
+    c->huge_request = req;
+    c->huge_ptr = (char *)p;
     return false;
+}
+
+/* Takes the block of slot i (if it still holds word w) and gives it back
+ * to its arena. Safe from any thread. */
+static void slot_release(xa_heap *h, unsigned i, uintptr_t w)
+{
+    if (!slot_claim(h, i, w))
+        return;
+    char *p = (char *)(w & ~SLOT_KEY_MASK);
+    xa_chunk *c = xa_chunk_of(p);
+    if ((w & SLOT_KEY_MASK) > XA_UNITS_PER_CHUNK) {
+        __atomic_fetch_sub(&h->huge_cached_bytes, c->map_size, __ATOMIC_RELAXED);
+        c->huge_ptr = p;
+        xa_huge_free(c);
+        return;
+    }
+    xa_slab *s = xa_run_of(c, p);
+    __atomic_fetch_sub(&h->large_cached_bytes, (uint64_t)s->units << XA_UNIT_SHIFT,
+                       __ATOMIC_RELAXED);
+    s->in_full = 0;
+    xa_arena_large_free(c, s);
+}
+
+/* The slots are a tiny LRU: when all are taken, the block parked longest
+ * goes back to its arena, so blocks parked once (the huge blocks a
+ * program freed while building its heap) cannot keep a hot buffer out. */
+static void make_room(xa_heap *h)
+{
+    unsigned oldest = 0;
+    uint64_t oldest_ns = UINT64_MAX;
+    uintptr_t oldest_w = 0;
+    for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
+        uintptr_t w = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
+        if (!w)
+            return;
+        uint64_t t = __atomic_load_n(&h->large_cache_ns[i], __ATOMIC_RELAXED);
+        if (t < oldest_ns) {
+            oldest_ns = t;
+            oldest = i;
+            oldest_w = w;
+        }
+    }
+    slot_release(h, oldest, oldest_w);
 }
 
 /* Returns parked blocks older than decay_ms (all with force) to their
@@ -587,30 +667,14 @@ static bool large_cache_flush(xa_heap *h, uint64_t now, bool force)
     bool left = false;
     uint64_t decay_ns = (uint64_t)__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) * 1000000u;
     for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
-        uintptr_t p = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
-        if (!p)
+        uintptr_t w = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
+        if (!w)
             continue;
-        xa_chunk *c = xa_chunk_of((void *)p);
-        xa_slab *s = xa_run_of(c, (void *)p);
-        bool huge = s->kind == XA_RUN_HUGE;
-        uint64_t freed = huge ? __atomic_load_n(&c->freed_ns, __ATOMIC_RELAXED)
-                              : __atomic_load_n(&s->freed_ns, __ATOMIC_RELAXED);
-        if (!force && now - freed < decay_ns) {
+        if (!force && now - __atomic_load_n(&h->large_cache_ns[i], __ATOMIC_RELAXED) < decay_ns) {
             left = true;
             continue;
         }
-        if (atomic_exchange_explicit(&h->large_cache[i], 0, memory_order_acquire) != p)
-            continue;
-        if (huge) {
-            __atomic_fetch_sub(&h->huge_cached_bytes, c->map_size, __ATOMIC_RELAXED);
-            c->huge_ptr = (char *)p;
-            xa_huge_free(c);
-            continue;
-        }
-        __atomic_fetch_sub(&h->large_cached_bytes, (uint64_t)s->units << XA_UNIT_SHIFT,
-                           __ATOMIC_RELAXED);
-        s->in_full = 0;
-        xa_arena_large_free(c, s);
+        slot_release(h, i, w);
     }
     return left;
 }
@@ -758,7 +822,7 @@ size_t xa_heap_collect(xa_heap *h)
     foreign_flush(h);
     drain_delayed(h);
     large_cache_flush(h, 0, true);
-    size_t trimmed = trim_free_blocks(h);
+    size_t trimmed = trim_free_blocks(h, XA_PURGE_TRIM);
     for (unsigned c = 0; c < XA_NCLASSES; c++) {
         for (xa_slab *s = h->avail[c]; s;) {
             xa_slab *next = s->next;

@@ -72,7 +72,7 @@ void xa_stats_collect(struct xalloc_stats *out)
             sa->mapped = mapped;
             sa->dirty = dirty;
             sa->retained = retained;
-            sa->huge_backed = xa_pages_thp ? chunk_bytes : 0;
+            sa->huge_backed = a->huge_chunks * XA_CHUNK_SIZE;
             sa->large_count = a->large_count;
             sa->large_bytes = a->large_bytes;
             sa->huge_count = a->huge_count;
@@ -85,6 +85,13 @@ void xa_stats_collect(struct xalloc_stats *out)
         out->dirty += dirty;
         out->retained += retained;
         out->purged += a->purged_bytes;
+        out->purged_at_free += a->purged_by[XA_PURGE_AT_FREE];
+        out->purged_slow_path += a->purged_by[XA_PURGE_SLOW_PATH];
+        out->purged_thread += a->purged_by[XA_PURGE_THREAD];
+        out->purged_trim += a->purged_by[XA_PURGE_TRIM];
+        out->huge_backed += a->huge_chunks * XA_CHUNK_SIZE;
+        out->thp_promotions += a->thp_promotions;
+        out->thp_demotions += a->thp_demotions;
         out->npurge += a->npurge;
         out->large_count += a->large_count;
         out->large_bytes += a->large_bytes;
@@ -136,4 +143,5 @@ void xa_stats_collect(struct xalloc_stats *out)
     out->threads = threads;
     out->narenas = xa_narenas;
     out->nnodes = (uint64_t)xa_numa_nodes;
+    out->purger_thread = __atomic_load_n(&xa_heap_purger_state, __ATOMIC_RELAXED);
 }

@@ -63,8 +63,9 @@ static int is_bytes(const struct field *f)
 /* Cumulative figures are Prometheus counters; the rest are gauges. */
 static int is_counter(const char *name)
 {
-    static const char *const counters[] = {"nmalloc", "nfree", "nrealloc",
-                                           "npurge", "purged"};
+    static const char *const counters[] = {"nmalloc", "nfree", "nrealloc", "npurge", "purged",
+                                           "purged_at_free", "purged_slow_path", "purged_thread",
+                                           "purged_trim", "thp_promotions", "thp_demotions"};
     for (size_t i = 0; i < NFIELDS(counters); i++)
         if (str_eq(name, counters[i]))
             return 1;

@@ -52,6 +52,14 @@ if [ "$(val tasks_idle "$out")" = 0 ] && [ "$(val after_kb "$out")" -le $(( $(va
     ok "background_thread:off: no thread, frees still return memory ($(val after_kb "$out") kB)"
 else bad "background_thread:off: $(val tasks_idle "$out") threads, $(val after_kb "$out") kB after the frees"; fi
 
+# The statistics say who purged and whether the purger runs.
+rep=$(run "decay_ms:300,stats_print:true" idle 300 2>&1 >/dev/null)
+at_free=$(awk '$1 == "purged_at_free" { print $2 $3 }' <<<"$rep")
+state=$(awk '$1 == "purger_thread" { print $2 }' <<<"$rep")
+if [ -n "$at_free" ] && [ "$at_free" != "0B" ] && [ "$state" = 1 ]; then
+    ok "statistics: purged_at_free $at_free, purger_thread $state"
+else bad "statistics: purged_at_free '$at_free', purger_thread '$state'"; fi
+
 # ---- huge pages: a small many-threaded service, a dense heap ----
 if [ ! -w "$THP" ]; then
     echo "note - $THP not writable (not root?): the per-system-mode cases are not run"
