@@ -36,6 +36,9 @@ struct xa_options {
     uint64_t prof_sample;    /* bytes */
     char prof_dir[256];
     uint64_t prof_interval;  /* bytes */
+    bool prof_active;        /* runtime-settable */
+    bool prof_final;
+    bool prof_leak;
 };
 extern struct xa_options xa_opt;
 

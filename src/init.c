@@ -13,6 +13,7 @@
 #include "numa.h"
 #include "os.h"
 #include "pages.h"
+#include "prof.h"
 #include "stats.h"
 #include "stats_collect.h"
 #include "background.h"
@@ -93,6 +94,8 @@ static void fork_prepare(void)
     xa_heaps_fork_prepare();
     xa_arenas_fork_prepare();
     xa_chunkmap_fork_prepare();
+    if (xa_config_prof) /* prof hook: its locks rank between chunkmap and meta */
+        xa_prof_fork_prepare();
     xa_meta_fork_prepare();
 }
 
@@ -101,6 +104,8 @@ static void fork_parent(void)
     if (!xa_ready)
         return;
     xa_meta_fork_parent();
+    if (xa_config_prof) /* prof hook */
+        xa_prof_fork_parent();
     xa_chunkmap_fork_parent();
     xa_arenas_fork_parent();
     xa_heaps_fork_parent();
@@ -113,6 +118,8 @@ static void fork_child(void)
     if (!xa_ready)
         return;
     xa_meta_fork_child();
+    if (xa_config_prof) /* prof hook */
+        xa_prof_fork_child();
     xa_chunkmap_fork_child();
     xa_arenas_fork_child();
     xa_heaps_fork_child();
@@ -129,6 +136,8 @@ static void post_init(void)
     __atomic_store_n(&xa_config_on_change, xa_background_update, __ATOMIC_RELEASE);
     xa_background_update();
     xa_stats_boot();
+    if (xa_config_prof) /* prof hook: tables, dump hook (may allocate) */
+        xa_prof_boot();
 }
 
 xa_heap *xa_init_thread(void)

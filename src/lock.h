@@ -17,6 +17,8 @@ enum xa_lock_rank {
     XA_RANK_ARENA_LIST, /* creation of arenas */
     XA_RANK_ARENA,      /* one per arena; never two at once */
     XA_RANK_CHUNKMAP,   /* radix leaf creation */
+    XA_RANK_PROF_DUMP,  /* profiling build: one heap-profile dump at a time */
+    XA_RANK_PROF,       /* profiling build: sampled blocks and stacks */
     XA_RANK_META,       /* internal metadata allocator */
 };
 

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "heap.h"
 #include "init.h"
+#include "prof.h"
 #include "stats_collect.h"
 #include "util.h"
 #include "xalloc.h"
@@ -265,6 +266,10 @@ static XA_NOINLINE void free_other(void *p)
 
 XA_FAST_PATH void free_inline(void *p)
 {
+    /* prof hook: a sampled block leaves the profile; free_other frees any
+     * pointer (a tail call: the fast path keeps no frame) */
+    if (xa_config_prof && xa_prof_maybe_sampled(p))
+        return free_other(xa_prof_free_slow(p));
     if (xa_likely(xa_region_of(p) == XA_REGION_RUNS && !junk)) {
         xa_chunk *c = xa_chunk_of(p);
         xa_slab *s = xa_run_of(c, p);
@@ -284,7 +289,15 @@ XA_FAST_PATH void free_inline(void *p)
 
 /* ---- aligned allocation ---- */
 
+static void *aligned_impl(size_t align, size_t size);
 static void *aligned_internal(size_t align, size_t size)
+{
+    if (xa_config_prof) /* prof hook */
+        return xa_prof_on_alloc(aligned_impl(align, size), size);
+    return aligned_impl(align, size);
+}
+
+static void *aligned_impl(size_t align, size_t size)
 {
     if (align <= 16)
         return malloc_inline(size);
@@ -319,8 +332,17 @@ static size_t round_pow2(size_t a)
 
 /* ---- the API ---- */
 
+/* prof hook: an allocation chosen for sampling, out of line so that the
+ * fast path keeps no register live across the allocation. */
+static XA_NOINLINE void *malloc_sampled(size_t size)
+{
+    return xa_prof_alloc_slow(malloc_inline(size), size);
+}
+
 XA_API void *API(malloc)(size_t size)
 {
+    if (xa_config_prof && xa_prof_sample_due(size)) /* prof hook */
+        return malloc_sampled(size);
     return malloc_inline(size);
 }
 
@@ -356,12 +378,22 @@ XA_API void *API(calloc)(size_t n, size_t size)
         void *p = malloc_inline(total);
         if (p)
             memset(p, 0, total);
-        return p;
+        return xa_prof_on_alloc(p, total); /* prof hook */
     }
-    return malloc_big(total, 0, true);
+    return xa_prof_on_alloc(malloc_big(total, 0, true), total); /* prof hook */
 }
 
+static void *realloc_impl(void *p, size_t size);
 XA_API void *API(realloc)(void *p, size_t size)
+{
+    if (xa_config_prof) { /* prof hook: the old block leaves, the new one may be sampled */
+        xa_prof_on_free(p);
+        return xa_prof_on_alloc(realloc_impl(p, size), size);
+    }
+    return realloc_impl(p, size);
+}
+
+static void *realloc_impl(void *p, size_t size)
 {
     if (!p)
         return malloc_inline(size);
@@ -597,7 +629,12 @@ void *__libc_valloc(size_t size);
 void *__libc_pvalloc(size_t size);
 int __posix_memalign(void **out, size_t align, size_t size);
 
-XA_API void *__libc_malloc(size_t size) { return malloc_inline(size); }
+XA_API void *__libc_malloc(size_t size)
+{
+    if (xa_config_prof && xa_prof_sample_due(size)) /* prof hook */
+        return malloc_sampled(size);
+    return malloc_inline(size);
+}
 XA_API void __libc_free(void *p) { free_inline(p); }
 XA_API void *__libc_calloc(size_t n, size_t size) { return calloc(n, size); }
 XA_API void *__libc_realloc(void *p, size_t size) { return realloc(p, size); }

@@ -94,6 +94,12 @@ int xa_os_unlink(const char *path);
 int xa_os_dir_writable(const char *path);
 /* Size in bytes of an open file, or -errno. */
 int64_t xa_os_file_size(int fd);
+/* Renames from to to, failing with EEXIST rather than replacing an existing
+ * to (renameat2 RENAME_NOREPLACE; link + unlink where the filesystem lacks
+ * it). Returns 0 or an errno value. */
+int xa_os_rename_noreplace(const char *from, const char *to);
+/* The working directory (getcwd syscall). Returns 0 or an errno value. */
+int xa_os_getcwd(char *buf, size_t len);
 /* Writes to stderr (fd 2), whole buffer, ignoring errors. */
 void xa_os_write_stderr(const char *buf, size_t len);
 /* Aborts the process (raise SIGABRT; _exit(127) if it returns). */

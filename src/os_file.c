@@ -25,6 +25,10 @@
 
 extern char **environ;
 
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE 1u /* linux/fs.h; stdio.h has it only with stdio */
+#endif
+
 uint64_t xa_os_now_ns(void)
 {
     struct timespec ts;
@@ -266,6 +270,29 @@ int64_t xa_os_file_size(int fd)
     int err = errno;
     errno = saved;
     return rc < 0 ? -err : (int64_t)st.st_size;
+}
+
+int xa_os_rename_noreplace(const char *from, const char *to)
+{
+    int saved = errno;
+    long rc = syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
+    if (rc < 0 && (errno == EINVAL || errno == ENOSYS)) {
+        rc = syscall(SYS_linkat, AT_FDCWD, from, AT_FDCWD, to, 0);
+        if (rc == 0)
+            syscall(SYS_unlinkat, AT_FDCWD, from, 0);
+    }
+    int err = errno;
+    errno = saved;
+    return rc < 0 ? err : 0;
+}
+
+int xa_os_getcwd(char *buf, size_t len)
+{
+    int saved = errno;
+    long rc = syscall(SYS_getcwd, buf, len);
+    int err = errno;
+    errno = saved;
+    return rc < 0 ? err : 0;
 }
 
 void xa_os_write_stderr(const char *buf, size_t len)

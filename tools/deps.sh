@@ -6,22 +6,23 @@
 set -euo pipefail
 
 what=${1:-check}
-deb_build="gcc make pkg-config libc6-dev"
+deb_build="gcc make pkg-config libc6-dev libunwind-dev"
 deb_check="check clang libclang-rt-14-dev groff-base jq util-linux binutils shellcheck systemd
   valgrind strace gnuplot-nox libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
   redis-server redis-tools sqlite3 git python3 perl gcc
   debhelper devscripts dpkg-dev lintian rpm rpmlint dnf createrepo-c
-  systemd-container debootstrap prometheus prometheus-node-exporter"
+  systemd-container debootstrap prometheus prometheus-node-exporter
+  google-perftools libjemalloc-dev"
 deb_bench="valgrind gnuplot-nox libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
   redis-server redis-tools hyperfine"
-rpm_build="gcc make pkgconf-pkg-config glibc-devel"
+rpm_build="gcc make pkgconf-pkg-config glibc-devel libunwind-devel"
 # Build-Depends of debian/control plus the tools make deb runs.
 deb_deb="debhelper dpkg-dev lintian check pkgconf"
 # make rpm on Debian: rpmbuild --nodeps and rpmlint from Debian's packages.
 deb_rpm="rpm rpmlint check pkgconf"
 rpm_rpm="rpm-build rpmlint check-devel systemd-rpm-macros"
 rpm_check="check-devel clang groff-base jq util-linux binutils redis sqlite git
-  python3 perl rpm-build"
+  python3 perl rpm-build gperftools jemalloc-devel"
 
 case "$what" in
 build) deb="$deb_build"; rpm="$rpm_build" ;;

@@ -124,7 +124,7 @@ fi
 xrun -- "$PROBE" set decay_ms:500
 if [ "$(cat "$T/out")" = "rc=0 msg=" ]; then ok "xalloc_config_set decay_ms"; else not_ok "xalloc_config_set decay_ms"; fi
 xrun -- "$PROBE" set arenas:2
-if [ "$(cat "$T/out")" = "rc=-1 msg=xalloc_config_set: arenas: cannot change at run time (only decay_ms, background_thread, stats_interval_ms can); using $DA" ] &&
+if [ "$(cat "$T/out")" = "rc=-1 msg=xalloc_config_set: arenas: cannot change at run time (only decay_ms, background_thread, stats_interval_ms, prof_active can); using $DA" ] &&
     [ ! -s "$T/err" ]; then
     ok "xalloc_config_set refuses start-up options, quietly"
 else
@@ -154,7 +154,7 @@ else
 fi
 xrun XALLOC_CONF_FILE="$F" -- "$T/other-program" get arenas
 if [ "$(cat "$T/out")" = "arenas=7 ($F)" ] &&
-    [ "$(cat "$T/err")" = "xalloc: $F:9: unknown option 'bogus_only_for_other' (known: thp, arenas, numa, decay_ms, purge, background_thread, tcache, tcache_max, stats, stats_dir, stats_interval_ms, stats_print, verbose, abort_on_error, junk, prof, prof_sample, prof_dir, prof_interval)" ]; then
+    [ "$(cat "$T/err")" = "xalloc: $F:9: unknown option 'bogus_only_for_other' (known: thp, arenas, numa, decay_ms, purge, background_thread, tcache, tcache_max, stats, stats_dir, stats_interval_ms, stats_print, verbose, abort_on_error, junk, prof, prof_sample, prof_dir, prof_interval, prof_active, prof_final, prof_leak)" ]; then
     ok "file: [other-program] section applies to other-program only, with its error"
 else
     not_ok "file: [other-program] section applies to other-program only, with its error"

@@ -179,7 +179,7 @@ END_TEST
 START_TEST(test_table)
 {
     int n = xa_config_option_count();
-    ck_assert_int_eq(n, 19);
+    ck_assert_int_eq(n, 22);
     for (int i = 0; i < n; i++) {
         const char *name, *source, *doc;
         char v[300], v2[300];
@@ -449,7 +449,8 @@ START_TEST(test_unknown)
     ck_assert_str_eq(cap, "xalloc: XALLOC_CONF: unknown option 'zzz' (known: thp, arenas, numa, "
                           "decay_ms, purge, background_thread, tcache, tcache_max, stats, "
                           "stats_dir, stats_interval_ms, stats_print, verbose, abort_on_error, "
-                          "junk, prof, prof_sample, prof_dir, prof_interval)\n");
+                          "junk, prof, prof_sample, prof_dir, prof_interval, prof_active, "
+                          "prof_final, prof_leak)\n");
     clear_cap();
     /* A huge key: echoed truncated, still one line. */
     static char big[100000];
@@ -575,7 +576,8 @@ START_TEST(test_file_syntax)
                               "xalloc: %s:4: unknown option 'bogus' (known: thp, arenas, numa, "
                               "decay_ms, purge, background_thread, tcache, tcache_max, stats, "
                               "stats_dir, stats_interval_ms, stats_print, verbose, abort_on_error, "
-                              "junk, prof, prof_sample, prof_dir, prof_interval)\n",
+                              "junk, prof, prof_sample, prof_dir, prof_interval, prof_active, "
+                              "prof_final, prof_leak)\n",
                               tmp_path, tmp_path));
     clear_cap();
     ck_assert_int_eq(file("arenas:2\n# x\narenas:4\n", NULL, "prog"), 1);
@@ -827,7 +829,8 @@ START_TEST(test_validate)
                               "xalloc: XALLOC_CONF: unknown option 'bogus' (known: thp, arenas, numa, "
                               "decay_ms, purge, background_thread, tcache, tcache_max, stats, "
                               "stats_dir, stats_interval_ms, stats_print, verbose, abort_on_error, "
-                              "junk, prof, prof_sample, prof_dir, prof_interval)\n",
+                              "junk, prof, prof_sample, prof_dir, prof_interval, prof_active, "
+                              "prof_final, prof_leak)\n",
                               default_arenas()));
     /* Nothing applied. */
     ck_assert_int_eq(xa_opt.arenas, 3);
@@ -860,7 +863,7 @@ START_TEST(test_runtime_set)
 
     ck_assert_int_eq(xalloc_config_set("arenas:2", msg, sizeof msg), -1);
     ck_assert_str_eq(msg, fmt("xalloc_config_set: arenas: cannot change at run time (only decay_ms, "
-                              "background_thread, stats_interval_ms can); using %d", default_arenas()));
+                              "background_thread, stats_interval_ms, prof_active can); using %d", default_arenas()));
     ck_assert_int_eq(xa_opt.arenas, default_arenas());
     ck_assert_int_eq(xalloc_config_set("decay_ms:soon", msg, sizeof msg), -1);
     ck_assert_str_eq(msg, "xalloc_config_set: decay_ms: 'soon' is not a duration (ms, or with an ms "

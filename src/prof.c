@@ -1,0 +1,444 @@
+/* prof.c: sampling and the profile tables (profiling build only). Side
+ * module; see prof.h. Calls meta, lock, config, stats (the dump hook), os,
+ * util, prof_unwind and prof_dump.
+ *
+ * Sampling is by bytes: each thread counts down a distance drawn from an
+ * exponential distribution of mean prof_sample; the allocation that crosses
+ * zero is sampled. A block of size s is thus sampled with probability
+ * 1 - exp(-s / prof_sample) whatever the sizes around it, which is what
+ * pprof and jeprof assume when they scale a heap_v2 profile back up.
+ *
+ * A sample unwinds with no lock held, under a thread-local guard (the
+ * unwinder's own allocations are served unsampled), then takes the table
+ * lock to intern the stack and to enter the block in the sampled-block
+ * table. Both tables live in metadata memory (meta.c), never in malloc. */
+#define _GNU_SOURCE
+#include "prof.h"
+
+#include <errno.h>
+#include <math.h>
+
+#include "config.h"
+#include "init.h"
+#include "lock.h"
+#include "meta.h"
+#include "os.h"
+#include "prof_dump.h"
+#include "prof_unwind.h"
+#include "stats.h"
+#include "util.h"
+
+__thread int64_t xa_prof_left __attribute__((tls_model("initial-exec")));
+uint8_t xa_prof_filter[(size_t)1 << XA_PROF_FILTER_BITS];
+bool xa_prof_on;
+
+/* Both tables start small (a small program's profile costs it a few
+ * pages) and double when they hold twice as many entries as buckets; the
+ * old bucket arrays stay in metadata (at most as much again). */
+#define STACK_BITS_MIN 10
+#define SAMPLE_BITS_MIN 12
+#define TABLE_BITS_MAX 24
+/* Before the module is booted a thread re-checks after this many bytes. */
+#define PRE_BOOT_DISTANCE ((int64_t)1 << 20)
+#define NEVER INT64_MAX
+
+/* A sampled block. Records are recycled through a free list. */
+typedef struct sample {
+    struct sample *next;
+    void *ptr;
+    xa_prof_stack *stack;
+    uint64_t size;
+    uint64_t est; /* estimated bytes this sample stands for */
+} sample;
+
+static xa_lock prof_lock = XA_LOCK_INIT(XA_RANK_PROF);
+static bool booted;        /* xa_prof_boot() ran (either way) */
+static bool enabled;       /* prof:true at boot and the tables exist */
+static bool ctor_done;     /* the library's constructor ran: libc is up */
+static bool forked_child;  /* this process is a fork child: never unwind */
+static uint64_t rate;      /* prof_sample at boot */
+static xa_prof_stack **stack_buckets;
+static unsigned stack_bits;
+static xa_prof_stack *stacks_all;
+static size_t nstacks;
+static sample **sample_buckets;
+static unsigned sample_bits;
+static size_t nsamples;
+static sample *free_samples;
+/* Estimated live bytes of every sampled block; the base the prof_interval
+ * growth is measured from (the lowest estimate since the last dump). */
+static uint64_t live_est_total;
+static uint64_t interval_base;
+
+static __thread bool guard __attribute__((tls_model("initial-exec")));
+static __thread bool thread_ready __attribute__((tls_model("initial-exec")));
+static __thread uint64_t rng_state __attribute__((tls_model("initial-exec")));
+
+/* ---- random distances ---- */
+
+static uint64_t rng_next(void)
+{
+    /* xorshift64*: good enough for sample spacing, and allocation-free. */
+    uint64_t x = rng_state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    rng_state = x;
+    return x * 0x2545f4914f6cdd1dULL;
+}
+
+/* An exponentially distributed distance of mean rate bytes (at least 1). */
+static int64_t next_distance(void)
+{
+    double u = (double)((rng_next() >> 11) + 1) * 0x1.0p-53; /* (0, 1] */
+    double d = -log(u) * (double)rate;
+    if (d < 1.0)
+        return 1;
+    if (d > 9.0e18)
+        return NEVER;
+    return (int64_t)d;
+}
+
+static void thread_setup(void)
+{
+    uint64_t seed = xa_os_now_ns() ^ ((uint64_t)(uintptr_t)&guard * 0x9e3779b97f4a7c15ULL) ^
+                    ((uint64_t)xa_os_gettid() << 32);
+    rng_state = seed ? seed : 0x853c49e6748fea9bULL;
+    thread_ready = true;
+}
+
+/* Bytes a sample of size bytes stands for: size / P(sampled). */
+static uint64_t estimate(uint64_t size)
+{
+    double p = 1.0 - exp(-(double)size / (double)rate);
+    if (p <= 0.0)
+        return (uint64_t)rate;
+    double e = (double)size / p;
+    return e > 1.8e19 ? UINT64_MAX / 2 : (uint64_t)e;
+}
+
+/* ---- tables (prof_lock held) ---- */
+
+static uint64_t stack_hash(const uintptr_t *pcs, unsigned depth)
+{
+    uint64_t h = 0xcbf29ce484222325ULL ^ depth;
+    for (unsigned i = 0; i < depth; i++) {
+        h ^= pcs[i];
+        h *= 0x100000001b3ULL;
+        h ^= h >> 29;
+    }
+    return h * 0x9e3779b97f4a7c15ULL; /* the bucket is taken from the top bits */
+}
+
+static size_t stack_bucket(uint64_t h)
+{
+    return (size_t)(h >> (64 - stack_bits));
+}
+
+static void stacks_grow(void)
+{
+    if (stack_bits >= TABLE_BITS_MAX)
+        return;
+    size_t n = (size_t)1 << stack_bits;
+    xa_prof_stack **nb = xa_meta_alloc(2 * n * sizeof *nb, 64);
+    if (!nb)
+        return;
+    xa_prof_stack **old = stack_buckets;
+    stack_bits++;
+    for (size_t i = 0; i < n; i++) {
+        for (xa_prof_stack *s = old[i], *next; s; s = next) {
+            next = s->next;
+            size_t b = stack_bucket(s->hash);
+            s->next = nb[b];
+            nb[b] = s;
+        }
+    }
+    stack_buckets = nb;
+}
+
+static xa_prof_stack *stack_intern(const uintptr_t *pcs, unsigned depth)
+{
+    uint64_t h = stack_hash(pcs, depth);
+    xa_prof_stack **bucket = &stack_buckets[stack_bucket(h)];
+    for (xa_prof_stack *s = *bucket; s; s = s->next) {
+        if (s->hash != h || s->depth != depth)
+            continue;
+        unsigned i = 0;
+        while (i < depth && s->pcs[i] == pcs[i])
+            i++;
+        if (i == depth)
+            return s;
+    }
+    xa_prof_stack *s = xa_meta_alloc(sizeof *s + depth * sizeof(uintptr_t), 16);
+    if (!s)
+        return NULL;
+    s->hash = h;
+    s->depth = depth;
+    for (unsigned i = 0; i < depth; i++)
+        s->pcs[i] = pcs[i];
+    s->next = *bucket;
+    *bucket = s;
+    s->next_all = stacks_all;
+    __atomic_store_n(&stacks_all, s, __ATOMIC_RELEASE);
+    __atomic_store_n(&nstacks, nstacks + 1, __ATOMIC_RELAXED);
+    if (nstacks > ((size_t)2 << stack_bits))
+        stacks_grow();
+    return s;
+}
+
+static void counter_add(uint64_t *c, uint64_t v)
+{
+    __atomic_store_n(c, *c + v, __ATOMIC_RELAXED);
+}
+
+static void counter_sub(uint64_t *c, uint64_t v)
+{
+    __atomic_store_n(c, *c >= v ? *c - v : 0, __ATOMIC_RELAXED);
+}
+
+/* Blocks whose filter index is the same share a bucket, so that the
+ * filter byte can be cleared when the last of them leaves. */
+static size_t sample_bucket(size_t fi)
+{
+    return (size_t)(((uint64_t)fi * 0x9e3779b97f4a7c15ULL) >> (64 - sample_bits));
+}
+
+static void samples_grow(void)
+{
+    if (sample_bits >= TABLE_BITS_MAX)
+        return;
+    size_t n = (size_t)1 << sample_bits;
+    sample **nb = xa_meta_alloc(2 * n * sizeof *nb, 64);
+    if (!nb)
+        return;
+    sample **old = sample_buckets;
+    sample_bits++;
+    for (size_t i = 0; i < n; i++) {
+        for (sample *r = old[i], *next; r; r = next) {
+            next = r->next;
+            size_t b = sample_bucket(xa_prof_filter_index(r->ptr));
+            r->next = nb[b];
+            nb[b] = r;
+        }
+    }
+    sample_buckets = nb;
+}
+
+/* Enters p; returns false when metadata memory ran out. */
+static bool sample_insert(void *p, uint64_t size, xa_prof_stack *st)
+{
+    sample *r = free_samples;
+    if (r)
+        free_samples = r->next;
+    else if (!(r = xa_meta_alloc(sizeof *r, 16)))
+        return false;
+    r->ptr = p;
+    r->stack = st;
+    r->size = size;
+    r->est = estimate(size);
+    size_t fi = xa_prof_filter_index(p);
+    size_t b = sample_bucket(fi);
+    r->next = sample_buckets[b];
+    sample_buckets[b] = r;
+    __atomic_store_n(&xa_prof_filter[fi], 1, __ATOMIC_RELAXED);
+    counter_add(&st->live_count, 1);
+    counter_add(&st->live_bytes, size);
+    counter_add(&st->live_est, r->est);
+    counter_add(&st->alloc_count, 1);
+    counter_add(&st->alloc_bytes, size);
+    counter_add(&live_est_total, r->est);
+    if (++nsamples > ((size_t)2 << sample_bits))
+        samples_grow();
+    return true;
+}
+
+static void sample_remove(void *p)
+{
+    size_t fi = xa_prof_filter_index(p);
+    size_t b = sample_bucket(fi);
+    bool found = false, others = false;
+    for (sample **link = &sample_buckets[b]; *link;) {
+        sample *r = *link;
+        if (r->ptr != p || found) {
+            others |= xa_prof_filter_index(r->ptr) == fi;
+            link = &r->next;
+            continue;
+        }
+        found = true;
+        *link = r->next;
+        xa_prof_stack *st = r->stack;
+        counter_sub(&st->live_count, 1);
+        counter_sub(&st->live_bytes, r->size);
+        counter_sub(&st->live_est, r->est);
+        counter_sub(&live_est_total, r->est);
+        if (live_est_total < interval_base)
+            interval_base = live_est_total;
+        r->next = free_samples;
+        free_samples = r;
+        nsamples--;
+    }
+    if (!others)
+        __atomic_store_n(&xa_prof_filter[fi], 0, __ATOMIC_RELAXED);
+}
+
+/* ---- slow paths ---- */
+
+static void maybe_interval_dump(void)
+{
+    uint64_t interval = xa_opt.prof_interval;
+    if (!interval)
+        return;
+    uint64_t live = __atomic_load_n(&live_est_total, __ATOMIC_RELAXED);
+    uint64_t base = __atomic_load_n(&interval_base, __ATOMIC_RELAXED);
+    if (live < base + interval)
+        return;
+    char msg[160];
+    if (xa_prof_dump_try("interval", msg, sizeof msg) != EBUSY) {
+        xa_prof_tables_lock();
+        interval_base = live_est_total;
+        xa_prof_tables_unlock();
+    }
+}
+
+XA_SLOW_PATH void *xa_prof_alloc_slow(void *p, size_t size)
+{
+    if (!__atomic_load_n(&booted, __ATOMIC_ACQUIRE)) {
+        xa_prof_left = PRE_BOOT_DISTANCE;
+        return p;
+    }
+    if (!enabled) {
+        xa_prof_left = NEVER;
+        return p;
+    }
+    if (!thread_ready) {
+        /* The first crossing of a thread only arms its counter. */
+        thread_setup();
+        xa_prof_left = next_distance();
+        return p;
+    }
+    xa_prof_left = next_distance();
+    if (!p || guard || !__atomic_load_n(&ctor_done, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&forked_child, __ATOMIC_RELAXED) ||
+        !__atomic_load_n(&xa_opt.prof_active, __ATOMIC_RELAXED))
+        return p;
+    int saved_errno = errno;
+    guard = true;
+    uintptr_t pcs[XA_PROF_MAX_DEPTH];
+    unsigned depth = xa_prof_backtrace(pcs, XA_PROF_MAX_DEPTH);
+    xa_lock_acquire(&prof_lock);
+    xa_prof_stack *st = stack_intern(pcs, depth);
+    if (st)
+        sample_insert(p, size, st);
+    xa_lock_release(&prof_lock);
+    maybe_interval_dump();
+    guard = false;
+    errno = saved_errno;
+    return p;
+}
+
+XA_SLOW_PATH void *xa_prof_free_slow(void *p)
+{
+    if (!p || !enabled)
+        return p;
+    xa_lock_acquire(&prof_lock);
+    sample_remove(p);
+    xa_lock_release(&prof_lock);
+    return p;
+}
+
+/* ---- module interface ---- */
+
+xa_prof_stack *xa_prof_stacks_head(void)
+{
+    return __atomic_load_n(&stacks_all, __ATOMIC_ACQUIRE);
+}
+
+size_t xa_prof_stack_count(void)
+{
+    return __atomic_load_n(&nstacks, __ATOMIC_RELAXED);
+}
+
+void xa_prof_tables_lock(void) { xa_lock_acquire(&prof_lock); }
+void xa_prof_tables_unlock(void) { xa_lock_release(&prof_lock); }
+
+bool xa_prof_guard(bool on)
+{
+    bool old = guard;
+    guard = on;
+    return old;
+}
+
+uint64_t xa_prof_rate(void) { return rate; }
+
+bool xa_prof_enabled(void) { return enabled; }
+
+static int dump_hook(char *msg, unsigned long cap)
+{
+    return xa_prof_dump("request", msg, cap);
+}
+
+void xa_prof_boot(void)
+{
+    if (__atomic_load_n(&booted, __ATOMIC_ACQUIRE))
+        return;
+    if (xa_opt.prof) {
+        rate = xa_opt.prof_sample ? xa_opt.prof_sample : 1;
+        stack_bits = STACK_BITS_MIN;
+        sample_bits = SAMPLE_BITS_MIN;
+        stack_buckets = xa_meta_alloc(sizeof *stack_buckets << stack_bits, 64);
+        sample_buckets = xa_meta_alloc(sizeof *sample_buckets << sample_bits, 64);
+        uintptr_t lo, hi;
+        if (xa_prof_maps_range((uintptr_t)&xa_prof_boot, &lo, &hi) == 0)
+            xa_prof_unwind_boot(lo, hi);
+        if (stack_buckets && sample_buckets) {
+            enabled = true;
+            __atomic_store_n(&xa_prof_on, true, __ATOMIC_RELEASE);
+            __atomic_store_n(&xa_stats_dump_hook, dump_hook, __ATOMIC_RELEASE);
+        } else {
+            xa_message("prof: cannot set up the profiler (out of memory); profiling is off");
+        }
+    }
+    __atomic_store_n(&booted, true, __ATOMIC_RELEASE);
+}
+
+/* Only the table lock: it is never held while waiting for anything but
+ * metadata memory and system calls. */
+void xa_prof_fork_prepare(void)
+{
+    xa_lock_acquire(&prof_lock);
+}
+
+void xa_prof_fork_parent(void)
+{
+    xa_lock_release(&prof_lock);
+}
+
+void xa_prof_fork_child(void)
+{
+    xa_lock_reset(&prof_lock);
+    xa_prof_dump_fork_child();
+    __atomic_store_n(&forked_child, true, __ATOMIC_RELAXED);
+}
+
+/* ---- process start and exit ---- */
+
+/* Constructors run after those of the libraries this one depends on (libc,
+ * libunwind): from here on unwinding is safe. Nothing is unwound before. */
+__attribute__((constructor)) static void prof_ctor(void)
+{
+    __atomic_store_n(&ctor_done, true, __ATOMIC_RELEASE);
+}
+
+__attribute__((destructor)) static void prof_dtor(void)
+{
+    if (!enabled)
+        return;
+    bool old = xa_prof_guard(true);
+    if (xa_opt.prof_final) {
+        char msg[256];
+        xa_prof_dump("final", msg, sizeof msg);
+    }
+    if (xa_opt.prof_leak)
+        xa_prof_leak_report();
+    xa_prof_guard(old);
+}

@@ -1,0 +1,320 @@
+#!/bin/bash
+# tests/prof/run.sh: process-level tests of the profiling library (make
+# check-prof). Output is TAP; every run is bounded by timeout(1).
+#
+# usage: run.sh LIBXALLOC_PROF BINDIR [XALLOC_STAT]
+#   BINDIR holds the programs built from tests/prof/*.c (mk/prof.mk).
+#
+# readers   two_sites keeps ~80 MiB live from site_big and ~8 MiB from
+#           site_small (mixed sizes); google-pprof --text and jeprof --text
+#           of its final dump must each put both within 15% of the truth.
+# deadlock  prof_sample:1 (every allocation unwinds) with threads
+#           allocating, a thread looping dlopen/dlclose and a thread
+#           forking (children exit through exit(): a final dump each).
+# request   a dump asked of a live process through its statistics file
+#           (tests/prof/dump_request.c speaks the protocol; xalloc-stat
+#           --dump too when this xalloc-stat has it), of one running as
+#           another user too, never over an existing file.
+# leak      prof_leak names the leaked site and not the freed one; every
+#           allocating entry point shows up in the dump.
+# active    prof_active switched on at run time.
+# failure   an unwritable prof_dir is reported once and the program runs on.
+set -u
+LIB=$(readlink -f "$1")
+BIN=$(readlink -f "$2")
+STAT=${3:+$(readlink -f "$3")}
+T=${XT_PROF_TIMEOUT:-120}
+n=0
+failures=0
+W=$(mktemp -d /tmp/xalloc-prof-test.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+
+# tap PASSED DESCRIPTION [LOG...]: one TAP line; a failure shows the logs.
+tap() {
+    local passed=$1 desc=$2 f
+    shift 2
+    n=$((n + 1))
+    if [ "$passed" = yes ]; then
+        echo "ok $n - $desc"
+        return
+    fi
+    failures=$((failures + 1))
+    echo "not ok $n - $desc"
+    for f in "$@"; do
+        [ -s "$f" ] && tail -n 20 "$f" | sed "s|^|# ${f##*/}: |"
+    done
+}
+ok() { tap yes "$@"; }
+not_ok() { tap no "$@"; }
+skip() { tap yes "# SKIP $1"; }
+run_prof() { # run_prof CONF CMD...: the command under the profiling library
+    local conf=$1
+    shift
+    timeout "$T" env LD_PRELOAD="$LIB" XALLOC_CONF="$conf" "$@"
+}
+# newest DIR SUFFIX: the most recent file of DIR whose name ends in SUFFIX
+newest() { find "$1" -maxdepth 1 -name "*$2" -printf '%T@ %p\n' | sort -rn | head -n 1 | cut -d' ' -f2-; }
+
+# within15 TRUTH ESTIMATE
+within15() {
+    awk -v t="$1" -v e="$2" 'BEGIN { d = e - t; if (d < 0) d = -d; exit !(t > 0 && d / t <= 0.15) }'
+}
+
+# ---- readers ----
+readers() {
+    local d=$W/readers
+    mkdir -p "$d"
+    if ! run_prof "prof:true,prof_sample:4k,prof_final:true,prof_dir:$d" "$BIN/two_sites" \
+        >"$d/out" 2>"$d/err"; then
+        not_ok "readers: two_sites ran" "$d/err"
+        return
+    fi
+    local heap collapsed
+    heap=$(newest "$d" .heap)
+    collapsed=$(newest "$d" .collapsed)
+    if [ -z "$heap" ] || [ -z "$collapsed" ]; then
+        not_ok "readers: prof_final wrote xalloc.PID.SEQ.heap and .collapsed" "$d/err"
+        return
+    fi
+    ok "readers: prof_final wrote $(basename "$heap") and $(basename "$collapsed")"
+    if head -n 1 "$heap" | grep -qE '^heap profile: +[0-9]+: +[0-9]+ \[ +[0-9]+: +[0-9]+\] @ heap_v2/4096$' &&
+        grep -q '^MAPPED_LIBRARIES:$' "$heap"; then
+        ok "readers: heap_v2 header and MAPPED_LIBRARIES section"
+    else
+        not_ok "readers: heap_v2 header and MAPPED_LIBRARIES section" "$heap"
+    fi
+    local site truth tool est
+    for tool in google-pprof jeprof; do
+        if ! command -v "$tool" >/dev/null; then
+            not_ok "readers: $tool installed (google-perftools / libjemalloc-dev)"
+            continue
+        fi
+        timeout "$T" "$tool" --text --show_bytes "$BIN/two_sites" "$heap" >"$d/$tool.txt" 2>"$d/$tool.err"
+        for site in site_big site_small; do
+            truth=$(awk -v s="$site" '$1 == s { print $2 }' "$d/out")
+            # flat bytes of the line naming the function
+            est=$(awk -v s="$site" '$NF == s { print $1 }' "$d/$tool.txt")
+            if [ -n "$est" ] && within15 "$truth" "$est"; then
+                ok "readers: $tool --text: $site $est bytes, truth $truth (within 15%)"
+            else
+                not_ok "readers: $tool --text: $site ${est:-missing} bytes, truth $truth" \
+                    "$d/$tool.txt" "$d/$tool.err"
+            fi
+        done
+    done
+    for site in site_big site_small; do
+        truth=$(awk -v s="$site" '$1 == s { print $2 }' "$d/out")
+        est=$(awk -v s="$site" '{ n = split($1, f, ";"); if (f[n] == s) print $2 }' "$collapsed")
+        if [ -n "$est" ] && grep -q "^_start;.*main;$site " "$collapsed" && within15 "$truth" "$est"; then
+            ok "readers: collapsed stacks: main;$site $est bytes (within 15%)"
+        else
+            not_ok "readers: collapsed stacks: main;$site ${est:-missing}" "$collapsed"
+        fi
+    done
+}
+
+# ---- deadlock ----
+deadlock() {
+    local d=$W/deadlock rc start
+    mkdir -p "$d"
+    start=$(date +%s)
+    run_prof "prof:true,prof_sample:1,prof_interval:8m,prof_final:true,prof_dir:$d" \
+        "$BIN/deadlock" 5 "$BIN/dl_obj.so" >"$d/out" 2>"$d/err"
+    rc=$?
+    if [ "$rc" = 0 ]; then
+        ok "deadlock: prof_sample:1 with dlopen/dlclose and fork finished in $(($(date +%s) - start)) s ($(cat "$d/out"))"
+    else
+        not_ok "deadlock: prof_sample:1 with dlopen/dlclose and fork (exit $rc; 124 = hung)" "$d/out" "$d/err"
+        return
+    fi
+    local pids
+    pids=$(find "$d" -maxdepth 1 -name 'xalloc.*.heap' -printf '%f\n' | cut -d. -f2 | sort -u | wc -l)
+    if [ "$pids" -ge 2 ]; then
+        ok "deadlock: fork children kept working and dumped ($pids processes wrote profiles)"
+    else
+        not_ok "deadlock: fork children dumped (profiles of $pids processes)" "$d/err"
+    fi
+}
+
+# ---- dump on request ----
+# start_holder DIR CONF [RUNAS...]: starts holder; sets HOLDER_PID (it
+# prints "ready PID" once its blocks are allocated).
+start_holder() {
+    local d=$1 conf=$2
+    shift 2
+    mkfifo "$d/in"
+    # The fifo stays open on fd 7 so that the holder waits until we close it.
+    "$@" timeout "$T" env LD_PRELOAD="$LIB" XALLOC_CONF="$conf" "$BIN/holder" \
+        <"$d/in" >"$d/out" 2>"$d/err" &
+    HOLDER_JOB=$!
+    exec 7>"$d/in"
+    local _
+    for _ in $(seq 100); do
+        grep -q ready "$d/out" 2>/dev/null && break
+        sleep 0.1
+    done
+    HOLDER_PID=$(awk '$1 == "ready" { print $2 }' "$d/out")
+}
+stop_holder() {
+    exec 7>&-
+    wait "$HOLDER_JOB" 2>/dev/null
+}
+names_holds() { # the dump names hold_big and hold_small
+    timeout "$T" google-pprof --text "$BIN/holder" "$1" >"$2" 2>&1 &&
+        grep -q 'hold_big$' "$2" && grep -q 'hold_small$' "$2"
+}
+
+request() {
+    local d=$W/request path
+    mkdir -p "$d/prof" "$d/stats"
+    start_holder "$d" "prof:true,prof_sample:4k,prof_dir:$d/prof,stats_dir:$d/stats"
+    if [ -z "$HOLDER_PID" ] || ! grep -q ready "$d/out"; then
+        not_ok "request: holder started" "$d/err"
+        stop_holder
+        return
+    fi
+    # A file of that name already exists: the dump must take the next one.
+    echo keep >"$d/prof/xalloc.$HOLDER_PID.0.heap"
+    if path=$(timeout "$T" "$BIN/dump_request" "$HOLDER_PID" "$d/stats" 2>"$d/req.err"); then
+        ok "request: the process answered with $path"
+    else
+        not_ok "request: dump requested through the statistics file" "$d/req.err" "$d/err"
+        stop_holder
+        return
+    fi
+    if [ "$path" = "$d/prof/xalloc.$HOLDER_PID.1.heap" ] && [ "$(cat "$d/prof/xalloc.$HOLDER_PID.0.heap")" = keep ]; then
+        ok "request: an existing xalloc.PID.0.heap was not overwritten (wrote .1)"
+    else
+        not_ok "request: an existing dump was not overwritten (got $path)"
+    fi
+    if names_holds "$path" "$d/pprof.txt"; then
+        ok "request: google-pprof reads the requested dump (hold_big, hold_small)"
+    else
+        not_ok "request: google-pprof reads the requested dump" "$d/pprof.txt"
+    fi
+    if [ -n "$STAT" ] && "$STAT" --help 2>&1 | grep -q -- '--dump'; then
+        if path=$(timeout "$T" "$STAT" --dir "$d/stats" --dump "$HOLDER_PID" 2>"$d/stat.err" | grep -o '/[^ ]*\.heap' | head -n 1) &&
+            [ -n "$path" ] && names_holds "$path" "$d/pprof2.txt"; then
+            ok "request: xalloc-stat --dump PID returned a readable profile ($path)"
+        else
+            not_ok "request: xalloc-stat --dump PID" "$d/stat.err"
+        fi
+    else
+        skip "request: this xalloc-stat has no --dump yet (the stats helper adds it); tested through dump_request"
+    fi
+    stop_holder
+
+    # The same, of a process of another user: the statistics file (0600,
+    # the process's user) decides who may ask; root may.
+    if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null || ! id nobody >/dev/null 2>&1; then
+        skip "request: another user's process (needs root, setpriv and user nobody)"
+        return
+    fi
+    local o=$W/other
+    mkdir -p "$o/prof" "$o/stats"
+    chmod 0777 "$o" "$o/prof" "$o/stats"
+    chmod 0755 "$W"
+    start_holder "$o" "prof:true,prof_sample:4k,prof_dir:$o/prof,stats_dir:$o/stats" \
+        setpriv --reuid=nobody --regid=nogroup --clear-groups
+    if [ -z "$HOLDER_PID" ] || ! grep -q ready "$o/out"; then
+        not_ok "request: holder started as nobody" "$o/err"
+        stop_holder
+        return
+    fi
+    if path=$(timeout "$T" "$BIN/dump_request" "$HOLDER_PID" "$o/stats" 2>"$o/req.err") &&
+        [ "$(stat -c %U "$path")" = nobody ] && names_holds "$path" "$o/pprof.txt"; then
+        ok "request: root asked a process of user nobody for a dump: $path, readable"
+    else
+        not_ok "request: root asked a process of user nobody for a dump" "$o/req.err" "$o/err" "$o/pprof.txt"
+    fi
+    if id daemon >/dev/null 2>&1; then
+        if setpriv --reuid=daemon --regid=daemon --clear-groups "$BIN/dump_request" "$HOLDER_PID" "$o/stats" \
+            >"$o/deny.out" 2>"$o/deny.err"; then
+            not_ok "request: user daemon may not ask nobody's process for a dump" "$o/deny.out"
+        else
+            ok "request: user daemon is refused ($(head -c 100 "$o/deny.err"))"
+        fi
+    fi
+    stop_holder
+}
+
+# ---- leak report and entry points ----
+leak() {
+    local d=$W/leak
+    mkdir -p "$d"
+    if ! run_prof "prof:true,prof_sample:1,prof_leak:true,prof_final:true,prof_dir:$d" \
+        "$BIN/leaky" >"$d/out" 2>"$d/err"; then
+        not_ok "leak: leaky ran" "$d/err"
+        return
+    fi
+    if grep -q '^xalloc: prof_leak: .*bytes.*still allocated at exit' "$d/err" &&
+        grep -q '^xalloc: prof_leak:     at leak_site$' "$d/err" &&
+        ! grep -q 'freed_site' "$d/err"; then
+        ok "leak: prof_leak names leak_site and not freed_site"
+    else
+        not_ok "leak: prof_leak names leak_site and not freed_site" "$d/err"
+    fi
+    local top
+    top=$(grep -A1 '^xalloc: prof_leak: #1 ' "$d/err" | tail -n 1)
+    if [ "$top" = "xalloc: prof_leak:     at leak_site" ]; then
+        ok "leak: the largest leak (leak_site, 16 MiB) comes first"
+    else
+        not_ok "leak: the largest leak comes first (got '$top')" "$d/err"
+    fi
+    local c site missing=""
+    c=$(newest "$d" .collapsed)
+    for site in leak_site calloc_site realloc_site memalign_site; do
+        grep -q ";$site " "$c" 2>/dev/null || missing="$missing $site"
+    done
+    if [ -z "$missing" ] && ! grep -q freed_site "$c"; then
+        ok "leak: malloc, calloc, realloc, posix_memalign/aligned_alloc/memalign sampled; freed blocks left the profile"
+    else
+        not_ok "leak: entry points in the profile (missing:${missing:- none}; freed_site must be absent)" "$c"
+    fi
+}
+
+# ---- prof_active at run time ----
+active() {
+    local d=$W/active c
+    mkdir -p "$d"
+    if ! run_prof "prof:true,prof_active:false,prof_sample:1k,prof_final:true,prof_dir:$d" \
+        "$BIN/active" >"$d/out" 2>"$d/err"; then
+        not_ok "active: program ran" "$d/err"
+        return
+    fi
+    c=$(newest "$d" .collapsed)
+    if grep -q ';on_site ' "$c" 2>/dev/null && ! grep -q off_site "$c"; then
+        ok "active: prof_active:false samples nothing; xalloc_config_set(prof_active:true) starts sampling"
+    else
+        not_ok "active: prof_active switched at run time" "$c" "$d/err"
+    fi
+}
+
+# ---- failure reported once ----
+failure() {
+    local d=$W/failure rc lines
+    mkdir -p "$d"
+    run_prof "prof:true,prof_sample:4k,prof_interval:1m,prof_final:true,prof_dir:$d/missing" \
+        "$BIN/two_sites" >"$d/out" 2>"$d/err"
+    rc=$?
+    lines=$(grep -c 'prof: .*cannot write a heap profile' "$d/err")
+    if [ "$rc" = 0 ] && [ "$lines" = 1 ] && grep -q '^site_big ' "$d/out"; then
+        ok "failure: an unwritable prof_dir is reported once ($(head -c 120 "$d/err")) and the program completes"
+    else
+        not_ok "failure: unwritable prof_dir (exit $rc, $lines messages)" "$d/err"
+    fi
+}
+
+echo "# profiling library: $LIB"
+readers
+deadlock
+request
+leak
+active
+failure
+echo "1..$n"
+if [ "$failures" -ne 0 ]; then
+    echo "# $failures of $n failed"
+    exit 1
+fi
+echo "# all $n passed"
