@@ -1,0 +1,84 @@
+# mk/harden.mk: hardening and reliability (issue 14): fault injection in
+# the os layer, memory limits, hostile input, oversubscription, set-uid,
+# the allocation-sequence fuzzer. Sanitizers are in mk/sanitize.mk.
+#
+#   check-harden   everything below that fits in make check
+#   check-faults   fault-injection build (build/libxalloc-fault.so) + driver
+#   check-limits   ulimit -v and a memory cgroup
+#   check-hostile  wrong-input matrix (tests/harden/hostile.tsv)
+#   check-oversub  64 threads on 2 cores, 10^8 verified operations
+#   check-setuid   set-uid helper: environment ignored, no swappable file
+#   check-fuzz-alloc  bounded libFuzzer run of allocation sequences
+#   fuzz-alloc     longer run (FUZZ_ALLOC_TIME s); `make fuzz` runs it too
+#   soak           10^9 operations and redis under load with an RSS chart
+
+HX_DIR := $(BUILD)/tests/harden
+HX_CFLAGS := -std=gnu11 -O2 -g $(WARN) -fno-builtin -pthread -Iinclude -Itests/harden
+HX_HDRS := tests/harden/hx.h
+
+# ---- the fault-injection build: the library plus XA_FAULT_POINTs ----
+FAULT_OBJS := $(patsubst src/%.c,$(BUILD)/obj-fault/%.o,$(LIB_SRCS))
+FAULT_LIB := $(BUILD)/libxalloc-fault.so
+
+$(BUILD)/obj-fault/%.o: src/%.c $(wildcard src/*.h src/*.def include/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC FLT  $<")
+	$(Q)$(CC) $(LIB_CFLAGS) $(CFLAGS) $(LIB_FORCE_CFLAGS) -DXA_FAULT=1 -c $< -o $@
+
+$(FAULT_LIB): $(FAULT_OBJS) src/libxalloc.map
+	$(CC) -shared -Wl,-soname,libxalloc-fault.so -Wl,--version-script=src/libxalloc.map \
+	  -Wl,--no-undefined -Wl,-z,now $(LDFLAGS) -o $@ $(FAULT_OBJS) $(LIB_LDLIBS)
+
+$(HX_DIR)/fault_driver: tests/harden/fault_driver.c $(HX_HDRS) $(FAULT_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(HX_CFLAGS) $< -o $@ $(FAULT_LIB) -Wl,-rpath,$(abspath $(BUILD))
+
+.PHONY: check-harden check-faults
+## check-faults: every mmap/mremap/madvise/mbind/file/thread call failing in turn (fault build)
+check-faults: $(HX_DIR)/fault_driver $(LIB)
+	@if nm -D $(LIB) | grep -q xalloc_fault; then echo "fault hooks in $(LIB)" >&2; exit 1; fi
+	timeout 600 tests/harden/faults.sh $(abspath $(HX_DIR)/fault_driver)
+
+CHECK_TARGETS += check-harden
+check-harden: check-faults
+
+# ---- allocation-sequence fuzzer (libFuzzer, the internal test build) ----
+FUZZ_ALLOC_BIN := $(BUILD)/fuzz/fuzz_alloc
+FUZZ_ALLOC_TIME ?= 300
+CHECK_FUZZ_ALLOC_TIME ?= 30
+FUZZ_ALLOC_CFLAGS := -std=gnu11 -O1 -g $(WARN) -Iinclude -Isrc -Itests/harden -DXA_TEST \
+        -DXA_DEBUG=1 -pthread -ftls-model=initial-exec -fno-builtin-malloc -fno-builtin-free \
+        -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_ALLOC_ARGS := -max_len=4096 -timeout=20 -rss_limit_mb=3072 -print_final_stats=1 \
+        -artifact_prefix=$(BUILD)/fuzz/alloc-
+FUZZ_ALLOC_SEEDS := tests/fuzz/corpus-alloc
+
+$(FUZZ_ALLOC_BIN): tests/fuzz/fuzz_alloc.c $(LIB_SRCS) $(wildcard src/*.h) src/options.def $(HX_HDRS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_ALLOC_CFLAGS) tests/fuzz/fuzz_alloc.c $(LIB_SRCS) -o $@
+
+# $(call run_fuzz_alloc,SECONDS): new inputs go to the build tree; the
+# committed seeds stay as they are (make fuzz-alloc-merge updates them).
+define run_fuzz_alloc
+	@mkdir -p $(BUILD)/fuzz/corpus-alloc
+	$(FUZZ_ALLOC_BIN) $(FUZZ_ALLOC_ARGS) -max_total_time=$(1) $(BUILD)/fuzz/corpus-alloc \
+	  $(FUZZ_ALLOC_SEEDS) > $(BUILD)/fuzz/alloc.log 2>&1 || { tail -n 40 $(BUILD)/fuzz/alloc.log; \
+	  echo "fuzz-alloc: FAILED (log: $(BUILD)/fuzz/alloc.log)"; exit 1; }
+	@grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)|cov:' $(BUILD)/fuzz/alloc.log | tail -n 4
+endef
+
+.PHONY: fuzz-alloc check-fuzz-alloc fuzz-alloc-merge
+## fuzz-alloc: fuzz allocation sequences for FUZZ_ALLOC_TIME seconds (default 300)
+fuzz-alloc: $(FUZZ_ALLOC_BIN)
+	$(call run_fuzz_alloc,$(FUZZ_ALLOC_TIME))
+fuzz: fuzz-alloc
+
+## check-fuzz-alloc: bounded fuzz run of allocation sequences (CHECK_FUZZ_ALLOC_TIME, 30 s)
+check-fuzz-alloc: $(FUZZ_ALLOC_BIN)
+	$(call run_fuzz_alloc,$(CHECK_FUZZ_ALLOC_TIME))
+
+## fuzz-alloc-merge: fold the build tree's new inputs into tests/fuzz/corpus-alloc
+fuzz-alloc-merge: $(FUZZ_ALLOC_BIN)
+	$(FUZZ_ALLOC_BIN) -merge=1 $(FUZZ_ALLOC_SEEDS) $(BUILD)/fuzz/corpus-alloc
+
+check-harden: check-fuzz-alloc
