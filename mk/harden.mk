@@ -82,3 +82,15 @@ fuzz-alloc-merge: $(FUZZ_ALLOC_BIN)
 	$(FUZZ_ALLOC_BIN) -merge=1 $(FUZZ_ALLOC_SEEDS) $(BUILD)/fuzz/corpus-alloc
 
 check-harden: check-fuzz-alloc
+
+# ---- hostile and wrong input ----
+$(HX_DIR)/hostile: tests/harden/hostile.c
+	@mkdir -p $(dir $@)
+	$(CC) $(HX_CFLAGS) -O1 $< -o $@ -ldl
+
+.PHONY: check-hostile
+## check-hostile: the wrong-input matrix (tests/harden/hostile.tsv) under LD_PRELOAD
+check-hostile: $(HX_DIR)/hostile $(LIB)
+	tests/harden/hostile.sh $(abspath $(LIB)) $(abspath $(HX_DIR)/hostile) tests/harden/hostile.tsv
+
+check-harden: check-hostile
