@@ -94,3 +94,31 @@ check-hostile: $(HX_DIR)/hostile $(LIB)
 	tests/harden/hostile.sh $(abspath $(LIB)) $(abspath $(HX_DIR)/hostile) tests/harden/hostile.tsv
 
 check-harden: check-hostile
+
+# ---- oversubscription and churn ----
+OVERSUB_OPS ?= 100000000
+SOAK_OVERSUB_OPS ?= 1000000000
+OVERSUB_CONF := background_thread:true,stats_interval_ms:10
+
+$(HX_DIR)/oversub: tests/harden/oversub.c $(HX_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(HX_CFLAGS) $< -o $@
+
+.PHONY: check-oversub
+## check-oversub: 64 threads on the machine's cores, OVERSUB_OPS (10^8) verified operations
+check-oversub: $(HX_DIR)/oversub $(LIB)
+	XALLOC_CONF=$(OVERSUB_CONF) LD_PRELOAD=$(abspath $(LIB)) timeout 900 $< $(OVERSUB_OPS) 64
+
+check-harden: check-oversub
+
+# ---- memory limits ----
+$(HX_DIR)/limitprobe: tests/harden/limitprobe.c $(HX_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(HX_CFLAGS) $< -o $@
+
+.PHONY: check-limits
+## check-limits: ulimit -v and a memory cgroup (skipped with a reason where it cannot be made)
+check-limits: $(HX_DIR)/limitprobe $(LIB)
+	tests/harden/limits.sh $(abspath $(LIB)) $(abspath $(HX_DIR)/limitprobe)
+
+check-harden: check-limits
