@@ -122,3 +122,18 @@ check-limits: $(HX_DIR)/limitprobe $(LIB)
 	tests/harden/limits.sh $(abspath $(LIB)) $(abspath $(HX_DIR)/limitprobe)
 
 check-harden: check-limits
+
+# ---- set-uid ----
+# Linked with an absolute rpath: a set-uid program ignores LD_PRELOAD paths
+# and LD_LIBRARY_PATH, but not an absolute RPATH.
+$(HX_DIR)/suidprobe: tests/harden/suidprobe.c $(LIB) $(BUILD)/libxalloc.so
+	@mkdir -p $(dir $@)
+	$(CC) $(HX_CFLAGS) $< -o $@ -L$(BUILD) -lxalloc -Wl,--disable-new-dtags \
+	  -Wl,-rpath,$(abspath $(BUILD))
+
+.PHONY: check-setuid
+## check-setuid: set-uid helper run by nobody: XALLOC_CONF and stats_dir ignored (root; skipped otherwise)
+check-setuid: $(HX_DIR)/suidprobe
+	tests/harden/setuid.sh $(abspath $(LIB)) $(abspath $(HX_DIR)/suidprobe)
+
+check-harden: check-setuid
