@@ -133,7 +133,7 @@ $(HX_DIR)/suidprobe: tests/harden/suidprobe.c $(LIB) $(BUILD)/libxalloc.so
 
 .PHONY: check-setuid
 ## check-setuid: set-uid helper run by nobody: XALLOC_CONF and stats_dir ignored (root; skipped otherwise)
-check-setuid: $(HX_DIR)/suidprobe
-	tests/harden/setuid.sh $(abspath $(LIB)) $(abspath $(HX_DIR)/suidprobe)
+check-setuid: $(HX_DIR)/suidprobe $(STAT_TOOL)
+	tests/harden/setuid.sh $(abspath $(LIB)) $(abspath $(HX_DIR)/suidprobe) $(abspath $(STAT_TOOL))
 
 check-harden: check-setuid

@@ -8,7 +8,9 @@
  * cannot write, or a sticky one, and owned by the effective user).
  * argv[1]: the user's directory; argv[2]: "secure" or "plain" (the same
  * program without set-uid, as the control: there the environment must
- * apply). Exit 0 when every check holds. */
+ * apply); argv[3] present: also wait while setuid.sh, as the real user,
+ * asks through the statistics file for decay_ms:7, which must not take.
+ * Exit 0 when every check holds. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <stdio.h>
@@ -96,6 +98,18 @@ int main(int argc, char **argv)
         printf("statistics file made: %s\n", found ? "yes" : "no");
     } else {
         CHECK(in_user_dir == 1, "control: no statistics file in the user's stats_dir");
+    }
+    if (argc > 3) {
+        /* setuid.sh asks, as the real user, through the statistics file for
+         * decay_ms:7 meanwhile (xalloc-stat --set): a secure process must
+         * not take it. */
+        printf("ready\n");
+        fflush(stdout);
+        for (int i = 0; i < 40; i++)
+            churn();
+        xalloc_config_get("decay_ms", val, sizeof val, &src);
+        printf("decay_ms=%s (%s) after the real user's request\n", val, src);
+        CHECK(strcmp(val, "7") != 0, "the real user changed decay_ms through the statistics file");
     }
     return fails ? 1 : 0;
 }
