@@ -147,8 +147,9 @@ static void check_huge(struct ctx *x, xa_chunk *c, bool live)
         bad(x, "huge mapping %p: bad magic or kind", (void *)c);
         return;
     }
-    if (live != (c->huge_ptr != NULL) ||
-        (live && c->huge_ptr + c->huge_size != (char *)c + c->map_size))
+    /* A live mapping parked in a heap's cache has no user pointer. */
+    if ((!live && c->huge_ptr) ||
+        (c->huge_ptr && c->huge_ptr + c->huge_size != (char *)c + c->map_size))
         bad(x, "huge mapping %p: pointer %p, %zu bytes of %zu mapped", (void *)c,
             (void *)c->huge_ptr, c->huge_size, c->map_size);
     for (size_t off = 0; off < c->map_size; off += XA_CHUNK_SIZE)
@@ -230,7 +231,7 @@ static void check_heap(struct ctx *x, xa_heap *h)
             bad(x, "heap: cur[%u] is neither the list head nor the foreign stack", cls);
         xa_slab *prev = NULL;
         for (xa_slab *s = h->avail[cls]; s; prev = s, s = s->next) {
-            if (s->kind != XA_RUN_SMALL || s->cls != cls || s->heap != h || s->in_full ||
+            if (s->kind != XA_RUN_SMALL || s->cls != cls || s->heap != h || (s->in_full & XA_SLAB_IN_FULL) ||
                 s->prev != prev) {
                 bad(x, "heap: class list %u holds slab %p (kind %u, class %u)", cls, (void *)s,
                     s->kind, s->cls);
@@ -240,7 +241,7 @@ static void check_heap(struct ctx *x, xa_heap *h)
         }
     }
     for (xa_slab *s = h->full; s; s = s->next) {
-        if (s->kind != XA_RUN_SMALL || s->heap != h || !s->in_full) {
+        if (s->kind != XA_RUN_SMALL || s->heap != h || !(s->in_full & XA_SLAB_IN_FULL)) {
             bad(x, "heap: full list holds slab %p", (void *)s);
             break;
         }
@@ -267,6 +268,12 @@ static void check_heap(struct ctx *x, xa_heap *h)
         if (!p)
             continue;
         xa_chunk *c = xa_chunkmap_lookup((void *)p);
+        if (c && c->slabs[0].kind == XA_RUN_HUGE) { /* a parked huge mapping */
+            if (p != (uintptr_t)c + XA_HUGE_HEADER || c->huge_ptr)
+                bad(x, "heap: large cache slot %u holds %p, not a parked huge block", i,
+                    (void *)p);
+            continue;
+        }
         const xa_slab *s = c ? xa_run_of(c, (void *)p) : NULL;
         if (!s || s->kind != XA_RUN_LARGE || !s->in_full ||
             (void *)p != xa_unit_addr(c, s->first_unit))
