@@ -264,7 +264,10 @@ static void check_heap(struct ctx *x, xa_heap *h)
                 f->reserved - f->used);
     }
     for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
-        uintptr_t p = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
+        /* A slot word is the block's address with a size key in its low
+         * bits (below the page size). */
+        uintptr_t p = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed) &
+                      ~(uintptr_t)(XA_OS_PAGE - 1);
         if (!p)
             continue;
         xa_chunk *c = xa_chunkmap_lookup((void *)p);
