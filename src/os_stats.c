@@ -5,6 +5,7 @@
  * preserved so a statistics refresh never changes the program's errno. */
 #define _GNU_SOURCE
 #include "os_stats.h"
+#include "os_fault.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,8 @@
 
 int xa_os_stats_thread_start(void *(*fn)(void *), void *arg, const char *name)
 {
+    if (XA_FAULT_POINT(THREAD))
+        return EAGAIN;
     int saved = errno;
     pthread_attr_t attr;
     pthread_t tid;
@@ -74,6 +77,8 @@ uint64_t xa_os_stats_pidns_ino(void)
 
 int xa_os_stats_fchmod(int fd, unsigned mode)
 {
+    if (XA_FAULT_POINT(FILE))
+        return EPERM;
     int saved = errno;
     long rc = syscall(SYS_fchmod, fd, (mode_t)mode);
     int err = errno;
