@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -313,6 +314,67 @@ static void *remote_other(void *arg)
     return NULL;
 }
 
+/* Producer on the home node, consumer on the other: the consumer frees
+ * each message and allocates blocks of its own of similar sizes, as a
+ * queue-fed worker does. None of its own blocks may be a page of the
+ * producer's node. */
+enum { PC_MSGS = 60000, PC_RING = 256, PC_OWN = 4096 };
+static void *_Atomic pc_ring[PC_RING];
+static atomic_int pc_done;
+static counts pc_own;
+static long pc_own_blocks;
+
+static void *pc_producer(void *arg)
+{
+    (void)arg;
+    unsigned head = 0;
+    for (long m = 0; m < PC_MSGS; m++) {
+        size_t sz = 32 + (size_t)(m * 7919 % 2016);
+        char *p = malloc(sz);
+        touch(p, sz);
+        while (atomic_load_explicit(&pc_ring[head % PC_RING], memory_order_acquire))
+            sched_yield();
+        atomic_store_explicit(&pc_ring[head % PC_RING], p, memory_order_release);
+        head++;
+    }
+    atomic_store(&pc_done, 1);
+    return NULL;
+}
+
+static void *pc_consumer(void *arg)
+{
+    (void)arg;
+    static void *own[PC_OWN];
+    unsigned tail = 0, k = 0;
+    for (;;) {
+        void *p = atomic_load_explicit(&pc_ring[tail % PC_RING], memory_order_acquire);
+        if (!p) {
+            if (atomic_load(&pc_done) &&
+                !atomic_load_explicit(&pc_ring[tail % PC_RING], memory_order_acquire))
+                break;
+            sched_yield();
+            continue;
+        }
+        free(p);
+        atomic_store_explicit(&pc_ring[tail % PC_RING], NULL, memory_order_release);
+        tail++;
+        /* one block of its own per message, replacing an older one */
+        size_t sz = 32 + (size_t)(tail * 104729u % 2016);
+        free(own[k]);
+        own[k] = malloc(sz);
+        touch(own[k], sz);
+        k = (k + 1) % PC_OWN;
+    }
+    for (int i = 0; i < PC_OWN; i++)
+        if (own[i]) {
+            count_range(own[i], 1, &pc_own);
+            pc_own_blocks++;
+        }
+    for (int i = 0; i < PC_OWN; i++)
+        free(own[i]);
+    return NULL;
+}
+
 static void cmd_remote(void)
 {
     home_node = 0;
@@ -334,9 +396,20 @@ static void cmd_remote(void)
     double p = pct(reuse_counts.n[other_node], reuse_counts.total);
     check(p >= 99.0, "remote_free_then_alloc_local", "%.2f%% of %ld pages of node %d's new blocks on node %d (need >= 99%%)", p,
           reuse_counts.total, other_node, other_node);
-}
 
-/* ---- interleave ---- */
+    pthread_attr_setaffinity_np(&at, sizeof(cpu_set_t), &node_cpus[home_node]);
+    pthread_create(&a, &at, pc_producer, NULL);
+    pthread_attr_setaffinity_np(&at, sizeof(cpu_set_t), &node_cpus[other_node]);
+    pthread_create(&b, &at, pc_consumer, NULL);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    pthread_attr_destroy(&at);
+    long off = pc_own.total - pc_own.n[other_node];
+    check(pc_own.n[home_node] == 0 && pc_own.total > 0, "remote_queue_consumer_blocks_local",
+          "consumer on node %d: %ld of its %ld own blocks on the producer's node %d, %ld off its node "
+          "(need 0 on node %d)",
+          other_node, pc_own.n[home_node], pc_own_blocks, home_node, off, home_node);
+}
 
 /* Counts of each node within 10% of an even share. */
 static bool even_enough(const counts *c, const char *what, char *detail, size_t len)
