@@ -10,12 +10,14 @@ deb_check="check clang libclang-rt-14-dev groff-base jq util-linux binutils shel
   valgrind strace gnuplot-nox libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
   redis-server redis-tools sqlite3 git python3 perl gcc
   debhelper devscripts dpkg-dev lintian rpm rpmlint dnf createrepo-c
-  systemd-container debootstrap"
+  systemd-container debootstrap
+  libnuma1 libnuma-dev numactl qemu-system-x86 linux-image-amd64 busybox-static cpio"
 deb_bench="valgrind gnuplot-nox libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
-  redis-server redis-tools hyperfine"
+  redis-server redis-tools hyperfine
+  qemu-system-x86 linux-image-amd64 busybox-static numactl cpio"
 rpm_build="gcc make pkgconf-pkg-config glibc-devel"
 rpm_check="check-devel clang groff-base jq util-linux binutils redis sqlite git
-  python3 perl rpm-build"
+  python3 perl rpm-build numactl-libs numactl"
 
 case "$what" in
 build) deb="$deb_build"; rpm="$rpm_build" ;;
