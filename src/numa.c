@@ -62,6 +62,9 @@ static int numa_mode;
 /* slot -> node id that chunks of the slot are bound to; libnuma may move a
  * slot to its nearest allowed node after boot. */
 static int16_t bind_node[XA_NUMA_MAX_NODES];
+static int16_t allowed_ids[XA_NUMA_MAX_NODES]; /* allowed online node ids */
+static int nallowed_ids;
+static unsigned interleave_next; /* chunk rotation under numa:interleave */
 static bool cpu_cheap; /* rseq: the current CPU is read without a syscall */
 static xa_numa_counters counters[XA_NUMA_MAX_NODES];
 static bool booted;
@@ -351,6 +354,10 @@ void xa_numa_install(const xa_numa_topo *t, int mode)
     for (int s = 0; s < topo.nslots; s++)
         bind_node[s] = topo.online_node[topo.slot_online[s]];
     __builtin_memset(counters, 0, sizeof counters);
+    nallowed_ids = 0;
+    for (int i = 0; i < topo.nonline; i++)
+        if (mask_test(topo.allowed, (unsigned)topo.online_node[i]))
+            allowed_ids[nallowed_ids++] = topo.online_node[i];
     if (mode == XA_NUMA_OFF) {
         xa_numa_nodes = 1;
         xa_numa_active = false;
@@ -589,7 +596,16 @@ int xa_numa_place_chunk(void *p, size_t size, int slot)
         return 0;
     int err;
     int cs = slot >= 0 && slot < topo.nslots ? slot : 0;
-    if (numa_mode == XA_NUMA_INTERLEAVE) {
+    if (numa_mode == XA_NUMA_INTERLEAVE && size <= XA_CHUNK_SIZE && nallowed_ids > 0) {
+        /* Whole chunks in turn over the allowed nodes: a chunk is one huge
+         * page, which the kernel places whole anyway, and the turn makes
+         * the spread even whatever the chunks' addresses are. */
+        unsigned k = __atomic_fetch_add(&interleave_next, 1, __ATOMIC_RELAXED);
+        unsigned long mask[NODE_LONGS] = {0};
+        mask_set(mask, (unsigned)allowed_ids[k % (unsigned)nallowed_ids]);
+        err = xa_os_mbind(p, size, XA_MPOL_PREFERRED, mask, XA_NUMA_MAX_NODE_ID + 1);
+    } else if (numa_mode == XA_NUMA_INTERLEAVE) {
+        /* A huge block: its pages spread over the allowed nodes. */
         err = xa_os_mbind(p, size, XA_MPOL_INTERLEAVE, topo.allowed, XA_NUMA_MAX_NODE_ID + 1);
     } else {
         if (slot < 0 || slot >= topo.nslots || bind_node[slot] < 0)

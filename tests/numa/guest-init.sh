@@ -51,6 +51,21 @@ if [ "$mode" = check ]; then
         echo "CHECK cpuset_without_node0 FAIL could not make a cgroup v2 cpuset in the guest"
     fi
     run migrate env LD_PRELOAD=$LIB $X/numa_probe migrate
+    # The probe installs the filter, then runs itself with the library.
+    run unavailable env XA_PRELOAD_CHILD=$LIB $X/numa_probe unavailable
+    # libnuma's own constructor allocates: numactl (linked with libnuma)
+    # under the preload must print what it prints without it.
+    # (free memory lines left out: they change from one run to the next)
+    numactl --hardware 2>&1 | grep -v 'free:' >/tmp/hw.plain
+    env LD_PRELOAD=$LIB numactl --hardware >/tmp/hw.out 2>&1
+    hwrc=$?
+    grep -v 'free:' /tmp/hw.out >/tmp/hw.xalloc
+    if [ $hwrc -eq 0 ] && cmp -s /tmp/hw.plain /tmp/hw.xalloc; then
+        echo "CHECK libnuma_program_preloaded PASS numactl --hardware under the preload: exit 0, same nodes, CPUs, sizes and distances"
+    else
+        echo "CHECK libnuma_program_preloaded FAIL numactl --hardware under the preload: exit $hwrc, output differs:"
+        diff /tmp/hw.plain /tmp/hw.xalloc | head -20
+    fi
     # xalloc-stat per-node bytes against the kernel's numa_maps.
     env LD_PRELOAD=$LIB XALLOC_CONF=stats:on,stats_interval_ms:100 $X/numa_probe hold 30 >/tmp/hold.out 2>&1 &
     hold=$!

@@ -10,9 +10,14 @@
  *   numa_probe interleave            pages spread evenly over all nodes
  *   numa_probe allowed LIST NAME     no page outside the node list
  *   numa_probe migrate               a moved thread allocates on its new node
- *   numa_probe hold SECONDS          allocates per node, prints READY, waits */
+ *   numa_probe hold SECONDS          allocates per node, prints READY, waits
+ *   numa_probe unavailable           works when the NUMA syscalls say ENOSYS */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -609,6 +614,86 @@ static void cmd_hold(int seconds)
         pthread_join(th[j], NULL);
 }
 
+/* ---- NUMA unavailable: the NUMA system calls fail with ENOSYS ---- */
+
+/* A kernel without NUMA support, as libnuma sees it (numa_available() is
+ * -1 when get_mempolicy says ENOSYS), on a machine whose sysfs still shows
+ * nodes: a seccomp filter makes the NUMA system calls fail, then the probe
+ * runs itself again with the allocator preloaded (argv[2..]). */
+static int cmd_unavailable(char **argv)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_get_mempolicy, 4, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_set_mempolicy, 3, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mbind, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_move_pages, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
+    };
+    struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) {
+        check(false, "numa_unavailable_works", "cannot install the seccomp filter: %s", strerror(errno));
+        return 1;
+    }
+    const char *lib = getenv("XA_PRELOAD_CHILD");
+    if (lib)
+        setenv("LD_PRELOAD", lib, 1);
+    execv(argv[0], (char *[]){argv[0], "unavailable-child", NULL});
+    check(false, "numa_unavailable_works", "exec: %s", strerror(errno));
+    return 1;
+}
+
+/* Threads on every node allocate, fill and verify blocks of all kinds. */
+static void *unavail_thread(void *p)
+{
+    local_arg *a = p;
+    alloc_set(a);
+    long bad = 0;
+    for (int i = 0; i < SMALL_N; i++)
+        bad += ((unsigned char *)a->small[i])[0] != 0x5a;
+    for (int i = 0; i < LARGE_N; i++)
+        bad += ((unsigned char *)a->large[i])[LARGE_SZ - 1] != 0x5a;
+    for (int i = 0; i < HUGE_N; i++)
+        bad += ((unsigned char *)a->huge[i])[HUGE_SZ - 1] != 0x5a;
+    free_set(a);
+    a->cs.total = bad;
+    return NULL;
+}
+
+static void cmd_unavailable_child(void)
+{
+    int mode;
+    long rc = syscall(SYS_get_mempolicy, &mode, NULL, 0, NULL, 0);
+    printf("INFO get_mempolicy in the child: %ld (%s)\n", rc, rc ? strerror(errno) : "ok");
+    pthread_t th[MAXN];
+    local_arg *args[MAXN];
+    int k = 0;
+    for (int n = 0; n < nnodes; n++) {
+        if (CPU_COUNT(&node_cpus[n]) == 0)
+            continue;
+        args[k] = calloc(1, sizeof(local_arg));
+        args[k]->node = n;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setaffinity_np(&at, sizeof(cpu_set_t), &node_cpus[n]);
+        pthread_create(&th[k], &at, unavail_thread, args[k]);
+        pthread_attr_destroy(&at);
+        k++;
+    }
+    long bad = 0;
+    for (int i = 0; i < k; i++) {
+        pthread_join(th[i], NULL);
+        bad += args[i]->cs.total;
+        free(args[i]);
+    }
+    check(rc != 0 && errno == ENOSYS && bad == 0, "numa_unavailable_works",
+          "NUMA system calls fail with ENOSYS; %d threads allocated, filled and checked small, "
+          "large and huge blocks: %ld bad",
+          k, bad);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -628,6 +713,10 @@ int main(int argc, char **argv)
         cmd_allowed(argv[2], argv[3]);
     else if (!strcmp(cmd, "migrate"))
         cmd_migrate();
+    else if (!strcmp(cmd, "unavailable"))
+        return cmd_unavailable(argv);
+    else if (!strcmp(cmd, "unavailable-child"))
+        cmd_unavailable_child();
     else if (!strcmp(cmd, "hold") && argc == 3)
         cmd_hold(atoi(argv[2]));
     else {

@@ -409,12 +409,21 @@ START_TEST(placement_on_an_absent_node_fails_softly)
     ck_assert_uint_eq(c.chunks_placed, 0);
     xa_numa_counters_get(-1, &c);
     ck_assert_uint_eq(c.place_errors, 0);
-    /* interleave over {0, 1}: the kernel keeps the nodes it has (the
-     * mask is cut to mems_allowed), so this works; counted as placed */
+    /* interleave over {0, 1}: chunks go to the nodes in turn, so the
+     * first lands on node 0 and the second is refused (node 1 is absent) */
     xa_numa_install(&t, XA_NUMA_INTERLEAVE);
     ck_assert_int_eq(xa_numa_place_chunk(p, size, 0), 0);
+    ck_assert_int_ne(xa_numa_place_chunk(p, size, 0), 0);
+    ck_assert_int_eq(xa_numa_place_chunk(p, size, 0), 0);
     xa_numa_counters_get(0, &c);
-    ck_assert_uint_eq(c.chunks_placed, 1);
+    ck_assert_uint_eq(c.chunks_placed, 2);
+    ck_assert_uint_eq(c.place_errors, 1);
+    /* a mapping bigger than a chunk is interleaved page by page; the
+     * kernel keeps the nodes it has (the mask is cut to mems_allowed) */
+    size_t big = (size_t)4 << 20;
+    char *q = map(big);
+    ck_assert_int_eq(xa_numa_place_chunk(q, big, 0), 0);
+    munmap(q, big);
     /* interleave over {0} alone is inactive: nothing to spread */
     ck_assert_int_eq(xa_numa_topo_restrict_list(&t, "0"), 0);
     xa_numa_topo_finish(&t);
