@@ -667,24 +667,10 @@ static void cmd_unavailable_child(void)
     int mode;
     long rc = syscall(SYS_get_mempolicy, &mode, NULL, 0, NULL, 0);
     printf("INFO get_mempolicy in the child: %ld (%s)\n", rc, rc ? strerror(errno) : "ok");
-    pthread_t th[MAXN];
     local_arg *args[MAXN];
-    int k = 0;
-    for (int n = 0; n < nnodes; n++) {
-        if (CPU_COUNT(&node_cpus[n]) == 0)
-            continue;
-        args[k] = calloc(1, sizeof(local_arg));
-        args[k]->node = n;
-        pthread_attr_t at;
-        pthread_attr_init(&at);
-        pthread_attr_setaffinity_np(&at, sizeof(cpu_set_t), &node_cpus[n]);
-        pthread_create(&th[k], &at, unavail_thread, args[k]);
-        pthread_attr_destroy(&at);
-        k++;
-    }
+    int k = run_per_node(unavail_thread, args);
     long bad = 0;
     for (int i = 0; i < k; i++) {
-        pthread_join(th[i], NULL);
         bad += args[i]->cs.total;
         free(args[i]);
     }
