@@ -13,11 +13,11 @@
 
 unsigned xa_narenas = 1;
 xa_arena *xa_arenas[XA_MAX_ARENAS];
+bool xa_arena_dirty_pending;
 static xa_lock arenas_create_lock = XA_LOCK_INIT(XA_RANK_ARENA_LIST);
 
 /* Huge blocks kept after free, per arena, for the free-then-malloc pattern. */
 #define HUGE_CACHE_MAX_COUNT 8
-#define HUGE_CACHE_MAX_BYTES ((uint64_t)256 << 20)
 /* Bigger blocks are unmapped at once: reusing them saves little next to
  * their size, and holding them makes RSS lag far behind the program. */
 #define HUGE_CACHE_MAX_BLOCK ((size_t)8 << 20)
@@ -177,8 +177,49 @@ static void free_run_init(xa_arena *a, xa_chunk *c, unsigned first, unsigned uni
     bin_insert(a, s);
     a->dirty_units += dunits;
     a->retained_units += units - dunits;
-    if (dunits)
+    if (dunits) {
         dirty_append(a, s);
+        if (!__atomic_load_n(&xa_arena_dirty_pending, __ATOMIC_RELAXED))
+            __atomic_store_n(&xa_arena_dirty_pending, true, __ATOMIC_RELAXED);
+    }
+}
+
+/* ---- huge pages per chunk ---- */
+
+/* Puts a chunk's dirty free runs back in the FIFO (they leave it while the
+ * chunk is huge: purging part of it would split the huge page). */
+static void requeue_dirty_runs(xa_arena *a, xa_chunk *c)
+{
+    for (unsigned u = 1; u < XA_UNITS_PER_CHUNK;) {
+        xa_slab *s = &c->slabs[u];
+        if (s->kind == XA_RUN_FREE && s->dunits && !s->in_dirty_list)
+            dirty_append(a, s);
+        u += s->units ? s->units : 1;
+    }
+}
+
+/* DENSE policy: promote a chunk that became dense, demote one that became
+ * sparse (see pages.h). Density is what the program can have touched:
+ * large blocks, and slab blocks as far as carved (a slab's run is reserved
+ * whole but its pages are touched batch by batch). Called under the arena
+ * lock when dense_bytes changed. */
+static void chunk_density_changed(xa_arena *a, xa_chunk *c)
+{
+    if (xa_pages_policy != XA_THP_POLICY_DENSE)
+        return;
+    uint64_t dense = __atomic_load_n(&c->dense_bytes, __ATOMIC_RELAXED);
+    if (!c->huge_advised && dense >= ((uint64_t)XA_THP_DENSE_UNITS << XA_UNIT_SHIFT)) {
+        c->huge_advised = 1;
+        a->huge_chunks++;
+        a->thp_promotions++;
+        xa_pages_promote(c);
+    } else if (c->huge_advised && dense < ((uint64_t)XA_THP_SPARSE_UNITS << XA_UNIT_SHIFT)) {
+        c->huge_advised = 0;
+        a->huge_chunks--;
+        a->thp_demotions++;
+        xa_pages_demote(c);
+        requeue_dirty_runs(a, c);
+    }
 }
 
 /* ---- chunks ---- */
@@ -188,11 +229,11 @@ static xa_chunk *chunk_new(xa_arena *a)
     xa_chunk *c = xa_os_map_aligned(XA_CHUNK_SIZE, XA_CHUNK_SIZE);
     if (!c)
         return NULL;
-    xa_pages_prepare(c, XA_CHUNK_SIZE, a->node, true);
+    c->huge_advised = xa_pages_prepare(c, XA_CHUNK_SIZE, a->node, true);
     c->magic = XA_CHUNK_MAGIC;
     c->arena = a;
     c->map_size = XA_CHUNK_SIZE;
-    c->huge_advised = xa_pages_thp;
+    a->huge_chunks += c->huge_advised;
     c->slabs[0].kind = XA_RUN_HEADER;
     c->slabs[0].units = 1;
     c->first_of[0] = 0;
@@ -210,12 +251,13 @@ static xa_chunk *chunk_new(xa_arena *a)
     return c;
 }
 
-static void chunk_release(xa_arena *a, xa_chunk *c)
+static void chunk_release(xa_arena *a, xa_chunk *c, unsigned path)
 {
     xa_slab *s = &c->slabs[1];
     /* Only pages that were in use count as purged; the rest of the chunk
      * was never touched or was purged before. */
     uint64_t resident = (uint64_t)s->dunits << XA_UNIT_SHIFT;
+    a->purged_by[path] += resident;
     free_run_detach(a, s);
     if (c->prev)
         c->prev->next = c->next;
@@ -224,6 +266,7 @@ static void chunk_release(xa_arena *a, xa_chunk *c)
     if (c->next)
         c->next->prev = c->prev;
     a->nchunks--;
+    a->huge_chunks -= c->huge_advised;
     a->purged_bytes += resident;
     a->npurge++;
     xa_chunkmap_set(c, XA_CHUNK_SIZE, NULL, XA_REGION_NONE);
@@ -263,8 +306,10 @@ static xa_slab *run_alloc(xa_arena *a, unsigned units)
     return s;
 }
 
-static void decay_run(xa_arena *a, uint64_t now, bool force, bool whole_chunks_only);
-/* Gives a run back: coalesces with free neighbours, indexes it as dirty. */
+static void decay_run(xa_arena *a, uint64_t now, bool force, unsigned path);
+static void purge_excess(xa_arena *a);
+/* Gives a run back: coalesces with free neighbours, indexes it as dirty,
+ * and purges the oldest dirty runs when the arena holds too many. */
 static void run_free(xa_arena *a, xa_chunk *c, xa_slab *s)
 {
     unsigned first = s->first_unit, units = s->units;
@@ -278,6 +323,7 @@ static void run_free(xa_arena *a, xa_chunk *c, xa_slab *s)
     }
     c->used_units -= units;
     a->used_units -= units;
+    chunk_density_changed(a, c);
     uint64_t now = xa_os_now_ns();
     if (first > 1) {
         xa_slab *left = &c->slabs[c->first_of[first - 1]];
@@ -299,20 +345,22 @@ static void run_free(xa_arena *a, xa_chunk *c, xa_slab *s)
     }
     free_run_init(a, c, first, units, dunits, false, now);
     if (xa_opt.decay_ms == 0)
-        decay_run(a, now, true, xa_pages_thp);
+        decay_run(a, now, true, XA_PURGE_AT_FREE);
+    else
+        purge_excess(a);
 }
 
 /* ---- decay ---- */
 
-static size_t purge_free_run(xa_arena *a, xa_slab *s, bool whole_chunks_only)
+static size_t purge_free_run(xa_arena *a, xa_slab *s, unsigned path)
 {
     xa_chunk *c = xa_chunk_of(s);
     size_t bytes = (size_t)s->units << XA_UNIT_SHIFT;
     if (c->used_units == 0) {
-        chunk_release(a, c);
+        chunk_release(a, c, path);
         return bytes;
     }
-    if (whole_chunks_only) {
+    if (c->huge_advised && !a->purge_split) {
         /* Purging part of a huge page would split it: only whole chunks go
          * back under thp:always. The run stays dirty, out of the FIFO,
          * until its chunk empties (then it is queued again). */
@@ -329,38 +377,72 @@ static size_t purge_free_run(xa_arena *a, xa_slab *s, bool whole_chunks_only)
     s->dirty = 0;
     s->zeroed = zero;
     a->purged_bytes += bytes;
+    a->purged_by[path] += bytes;
     a->npurge++;
     bin_insert(a, s);
     return bytes;
 }
 
+static uint64_t dirty_allowance_units(const xa_arena *a)
+{
+    uint64_t share = a->used_units / 8;
+    return share > XA_DIRTY_FLOOR_UNITS ? share : XA_DIRTY_FLOOR_UNITS;
+}
+
+/* Free-time purge: memory goes back while the program frees, not only
+ * after decay_ms. The oldest dirty runs go first; the newest (the ones a
+ * program freeing and allocating in a loop takes again) stay. */
+static void purge_excess(xa_arena *a)
+{
+    uint64_t allow = dirty_allowance_units(a);
+    if (xa_likely(a->dirty_units <= allow))
+        return;
+    for (xa_slab *s = a->dirty_head; s && a->dirty_units > allow / 2;) {
+        xa_slab *next = s->dnext;
+        purge_free_run(a, s, XA_PURGE_AT_FREE);
+        s = next;
+    }
+}
+
 static size_t huge_cache_purge(xa_arena *a, uint64_t now, bool force);
 static size_t reclaim_abandoned(xa_arena *a);
 
-static void decay_run(xa_arena *a, uint64_t now, bool force, bool whole_chunks_only)
+static void decay_run(xa_arena *a, uint64_t now, bool force, unsigned path)
 {
     uint64_t decay_ns = (uint64_t)xa_opt.decay_ms * 1000000u;
     xa_slab *s = a->dirty_head;
     while (s && (force || now - s->freed_ns >= decay_ns)) {
         xa_slab *next = s->dnext;
-        purge_free_run(a, s, whole_chunks_only);
+        purge_free_run(a, s, path);
         s = next;
     }
-    huge_cache_purge(a, now, force);
+    a->purged_by[path] += huge_cache_purge(a, now, force);
     /* Next check: when the oldest dirty run comes due, at most a decay
      * period (and at least 1 ms) away. */
     uint64_t step = decay_ns / 4 > 1000000u ? decay_ns / 4 : 1000000u;
     __atomic_store_n(&a->next_decay_ns, now + step, __ATOMIC_RELAXED);
 }
 
-void xa_arena_maybe_decay(xa_arena *a, uint64_t now)
+void xa_arena_maybe_decay(xa_arena *a, uint64_t now, unsigned path)
 {
     if (now < __atomic_load_n(&a->next_decay_ns, __ATOMIC_RELAXED))
         return;
     xa_lock_acquire(&a->lock);
     reclaim_abandoned(a);
-    decay_run(a, now, false, xa_pages_thp);
+    decay_run(a, now, false, path);
     xa_lock_release(&a->lock);
+}
+
+uint64_t xa_arenas_dirty_bytes(void)
+{
+    uint64_t bytes = 0;
+    for (unsigned i = 0; i < xa_narenas; i++) {
+        xa_arena *a = __atomic_load_n(&xa_arenas[i], __ATOMIC_ACQUIRE);
+        if (a)
+            bytes += (__atomic_load_n(&a->dirty_units, __ATOMIC_RELAXED) << XA_UNIT_SHIFT) +
+                     __atomic_load_n(&a->huge_cache_bytes, __ATOMIC_RELAXED);
+    }
+    return bytes;
 }
 
 size_t xa_arena_purge_all(xa_arena *a)
@@ -379,7 +461,11 @@ size_t xa_arena_purge_all(xa_arena *a)
             s = next;
         }
     }
-    decay_run(a, now, true, false);
+    /* Even huge chunks give their free runs back now: the operator asked,
+     * and a split huge page is the price. */
+    a->purge_split = true;
+    decay_run(a, now, true, XA_PURGE_TRIM);
+    a->purge_split = false;
     size_t purged = (size_t)(a->purged_bytes - before);
     xa_lock_release(&a->lock);
     return purged;
@@ -401,6 +487,8 @@ xa_slab *xa_arena_slab_new(xa_arena *a, unsigned cls, struct xa_heap *heap)
         s->reserved = ci->blocks;
         s->start = xa_unit_addr(c, s->first_unit);
         s->heap = heap;
+        if (ci->size >= XA_TRIM_MIN_BLOCK)
+            s->in_full = XA_SLAB_TRIM;
         a->class_slabs[cls]++;
         a->class_capacity[cls] += ci->blocks;
     }
@@ -410,8 +498,17 @@ xa_slab *xa_arena_slab_new(xa_arena *a, unsigned cls, struct xa_heap *heap)
 
 void xa_arena_note_carved(xa_slab *s, uint32_t n)
 {
-    xa_arena *a = xa_chunk_of(s)->arena;
+    xa_chunk *c = xa_chunk_of(s);
+    xa_arena *a = c->arena;
     __atomic_fetch_add(&a->class_carved[s->cls], n, __ATOMIC_RELAXED);
+    uint64_t dense = __atomic_add_fetch(&c->dense_bytes, (uint64_t)n * s->block_size,
+                                        __ATOMIC_RELAXED);
+    if (xa_unlikely(xa_pages_policy == XA_THP_POLICY_DENSE && !c->huge_advised &&
+                    dense >= ((uint64_t)XA_THP_DENSE_UNITS << XA_UNIT_SHIFT))) {
+        xa_lock_acquire(&a->lock);
+        chunk_density_changed(a, c);
+        xa_lock_release(&a->lock);
+    }
 }
 
 static void slab_release_locked(xa_arena *a, xa_chunk *c, xa_slab *s)
@@ -419,6 +516,7 @@ static void slab_release_locked(xa_arena *a, xa_chunk *c, xa_slab *s)
     a->class_slabs[s->cls]--;
     a->class_capacity[s->cls] -= s->reserved;
     __atomic_fetch_sub(&a->class_carved[s->cls], s->capacity, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&c->dense_bytes, (uint64_t)s->capacity * s->block_size, __ATOMIC_RELAXED);
     s->kind = XA_RUN_FREE;
     s->heap = NULL;
     run_free(a, c, s);
@@ -437,7 +535,7 @@ void xa_arena_slab_abandon(xa_chunk *c, xa_slab *s)
     xa_arena *a = c->arena;
     xa_lock_acquire(&a->lock);
     __atomic_store_n(&s->heap, NULL, __ATOMIC_RELEASE);
-    s->in_full = 0;
+    s->in_full &= (uint8_t)~XA_SLAB_IN_FULL;
     s->prev = NULL;
     s->next = a->abandoned[s->cls];
     if (s->next)
@@ -529,6 +627,9 @@ void *xa_arena_large_alloc(xa_arena *a, size_t size, bool zero)
         __atomic_fetch_add(&a->requested_big, size, __ATOMIC_RELAXED);
         a->large_count++;
         a->large_bytes += (uint64_t)units << XA_UNIT_SHIFT;
+        xa_chunk *c = xa_chunk_of(s);
+        __atomic_fetch_add(&c->dense_bytes, (uint64_t)units << XA_UNIT_SHIFT, __ATOMIC_RELAXED);
+        chunk_density_changed(a, c);
     }
     xa_lock_release(&a->lock);
     if (!s)
@@ -551,6 +652,7 @@ void xa_arena_large_free(xa_chunk *c, xa_slab *s)
     }
     a->large_count--;
     a->large_bytes -= (uint64_t)s->units << XA_UNIT_SHIFT;
+    __atomic_fetch_sub(&c->dense_bytes, (uint64_t)s->units << XA_UNIT_SHIFT, __ATOMIC_RELAXED);
     __atomic_fetch_sub(&a->requested_big, s->large_size, __ATOMIC_RELAXED);
     s->kind = XA_RUN_FREE;
     run_free(a, c, s);
@@ -570,6 +672,8 @@ bool xa_arena_large_resize(xa_chunk *c, xa_slab *s, size_t new_size)
         /* Shrink: the tail becomes a free run (coalescing to the right). */
         s->units = (uint8_t)want;
         a->large_bytes -= (uint64_t)(have - want) << XA_UNIT_SHIFT;
+        __atomic_fetch_sub(&c->dense_bytes, (uint64_t)(have - want) << XA_UNIT_SHIFT,
+                           __ATOMIC_RELAXED);
         xa_slab *tail = &c->slabs[first + want];
         memset(tail, 0, sizeof *tail);
         tail->first_unit = (uint8_t)(first + want);
@@ -594,6 +698,8 @@ bool xa_arena_large_resize(xa_chunk *c, xa_slab *s, size_t new_size)
             c->used_units += take;
             a->used_units += take;
             a->large_bytes += (uint64_t)take << XA_UNIT_SHIFT;
+            __atomic_fetch_add(&c->dense_bytes, (uint64_t)take << XA_UNIT_SHIFT, __ATOMIC_RELAXED);
+            chunk_density_changed(a, c);
             ok = true;
         }
     }
@@ -686,11 +792,10 @@ void *xa_huge_alloc(xa_arena *a, size_t size, size_t align, bool zero)
         c = xa_os_map_aligned(map_size, map_align);
         if (!c)
             return NULL;
-        xa_pages_prepare(c, map_size, a->node, map_size >= XA_CHUNK_SIZE);
+        c->huge_advised = xa_pages_prepare(c, map_size, a->node, false);
         c->magic = XA_CHUNK_MAGIC;
         c->arena = a;
         c->map_size = map_size;
-        c->huge_advised = xa_pages_thp;
         c->slabs[0].kind = XA_RUN_HUGE;
         c->slabs[0].units = 1;
         if (!xa_chunkmap_set(c, map_size, c, XA_REGION_HUGE)) {
@@ -728,14 +833,31 @@ void xa_huge_free(xa_chunk *c)
     __atomic_fetch_sub(&a->requested_big, c->huge_request, __ATOMIC_RELAXED);
     bool plain = c->huge_ptr == (char *)c + XA_HUGE_HEADER;
     c->huge_ptr = NULL;
-    if (plain && xa_opt.decay_ms > 0 && c->map_size <= HUGE_CACHE_MAX_BLOCK &&
-        a->huge_cache_count < HUGE_CACHE_MAX_COUNT &&
-        a->huge_cache_bytes + c->map_size <= HUGE_CACHE_MAX_BYTES) {
+    /* Kept mappings count against the arena's dirty allowance like free
+     * runs do: the oldest go first when this one would pass it. */
+    uint64_t allow = dirty_allowance_units(a) << XA_UNIT_SHIFT;
+    uint64_t dirty = a->dirty_units << XA_UNIT_SHIFT;
+    bool keep = plain && xa_opt.decay_ms > 0 && c->map_size <= HUGE_CACHE_MAX_BLOCK &&
+                dirty + c->map_size <= allow;
+    while (keep && a->huge_cache &&
+           (a->huge_cache_count >= HUGE_CACHE_MAX_COUNT ||
+            dirty + a->huge_cache_bytes + c->map_size > allow)) {
+        xa_chunk *old = a->huge_cache;
+        while (old->next)
+            old = old->next; /* the list is newest first */
+        huge_unlink(&a->huge_cache, old);
+        a->huge_cache_count--;
+        a->huge_cache_bytes -= old->map_size;
+        a->purged_by[XA_PURGE_AT_FREE] += old->map_size;
+        huge_unmap(a, old);
+    }
+    if (keep) {
         c->freed_ns = xa_os_now_ns();
         huge_link(&a->huge_cache, c);
         a->huge_cache_count++;
         a->huge_cache_bytes += c->map_size;
     } else {
+        a->purged_by[XA_PURGE_AT_FREE] += c->map_size;
         huge_unmap(a, c);
     }
     xa_lock_release(&a->lock);

@@ -17,6 +17,24 @@
 /* Huge blocks start after the chunk header, rounded to whole pages. */
 #define XA_HUGE_HEADER XA_ALIGN_UP(sizeof(xa_chunk), XA_OS_PAGE)
 
+/* Who purged: at free time (dirty above the allowance), decay on an
+ * allocation slow path, decay on the purger thread, or on request
+ * (malloc_trim, xalloc_purge, xalloc-stat --purge). */
+enum xa_purge_path {
+    XA_PURGE_AT_FREE = 0,
+    XA_PURGE_SLOW_PATH = 1,
+    XA_PURGE_THREAD = 2,
+    XA_PURGE_TRIM = 3,
+    XA_PURGE_PATHS = 4,
+};
+
+/* Dirty memory an arena may hold before frees purge it at once: at least
+ * this many units (8 MiB, so a hot block of up to 8 MiB freed and taken
+ * again stays resident), or an eighth of what is in use. Above it, the
+ * oldest dirty runs are purged down to half the allowance, so one purge
+ * covers many frees. */
+#define XA_DIRTY_FLOOR_UNITS 128u
+
 typedef struct xa_arena {
     xa_lock lock;
     unsigned index;
@@ -35,6 +53,10 @@ typedef struct xa_arena {
     uint64_t nchunks, huge_mapped, huge_cache_bytes, huge_cache_count;
     uint64_t used_units, dirty_units, retained_units;
     uint64_t purged_bytes, npurge;
+    uint64_t purged_by[XA_PURGE_PATHS]; /* bytes purged, per enum xa_purge_path */
+    uint64_t huge_chunks;             /* chunks of runs backed by huge pages now */
+    uint64_t thp_promotions, thp_demotions;
+    bool purge_split;                 /* purge_all: huge chunks purged in part too */
     uint64_t large_count, large_bytes, huge_count, huge_bytes;
     uint64_t requested_big;           /* atomic: bytes requested for live large and huge blocks */
     uint64_t class_slabs[XA_NCLASSES], class_capacity[XA_NCLASSES];
@@ -46,6 +68,11 @@ typedef struct xa_arena {
 } xa_arena;
 
 extern unsigned xa_narenas;
+/* Set when an arena gains dirty memory while it was clear; the layer above
+ * (which may start or wake the purger thread) clears it. A hint only. */
+extern bool xa_arena_dirty_pending;
+/* Dirty and cached bytes of every arena, read without locks (a hint). */
+uint64_t xa_arenas_dirty_bytes(void);
 extern xa_arena *xa_arenas[XA_MAX_ARENAS];
 
 /* Sets the arena count; arenas themselves are created on first use. */
@@ -84,8 +111,9 @@ void xa_huge_free(xa_chunk *c);
  * pointer, or NULL with the block untouched. */
 void *xa_huge_realloc(xa_chunk *c, size_t new_size);
 
-/* Purges what has waited decay_ms (cheap when nothing is due). */
-void xa_arena_maybe_decay(xa_arena *a, uint64_t now);
+/* Purges what has waited decay_ms (cheap when nothing is due); path
+ * says who asks, for the statistics. */
+void xa_arena_maybe_decay(xa_arena *a, uint64_t now, unsigned path);
 /* Purges every free page now; returns bytes purged. */
 size_t xa_arena_purge_all(xa_arena *a);
 

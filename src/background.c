@@ -9,17 +9,21 @@
 #include "heap.h"
 #include "os.h"
 
-bool xa_background_running;
-static int state; /* 0 stopped, 1 starting or running */
+static unsigned state;        /* enum xa_background_state */
+static uint64_t failed_ns;    /* when pthread_create last failed */
+static uint32_t wake_seq;     /* futex word: bumped to wake the thread */
+static bool sleeping_idle;    /* the thread waits with nothing dirty */
+static uint64_t passes;
 
 uint64_t xa_background_pass(uint64_t now)
 {
     uint64_t next = UINT64_MAX;
+    __atomic_fetch_add(&passes, 1, __ATOMIC_RELAXED);
     for (unsigned i = 0; i < xa_narenas; i++) {
         xa_arena *a = __atomic_load_n(&xa_arenas[i], __ATOMIC_ACQUIRE);
         if (!a)
             continue;
-        xa_arena_maybe_decay(a, now);
+        xa_arena_maybe_decay(a, now, XA_PURGE_THREAD);
         if (__atomic_load_n(&a->dirty_units, __ATOMIC_RELAXED) ||
             __atomic_load_n(&a->huge_cache_count, __ATOMIC_RELAXED)) {
             uint64_t due = __atomic_load_n(&a->next_decay_ns, __ATOMIC_RELAXED);
@@ -33,33 +37,58 @@ uint64_t xa_background_pass(uint64_t now)
     return next;
 }
 
+static bool mode_off(void)
+{
+    return __atomic_load_n(&xa_opt.background_thread, __ATOMIC_RELAXED) == XA_BG_OFF;
+}
+
 static void *thread_main(void *arg)
 {
     (void)arg;
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
-    while (__atomic_load_n(&xa_opt.background_thread, __ATOMIC_RELAXED)) {
+    xa_os_set_thread_name("xalloc-purger");
+    while (!mode_off()) {
+        uint32_t seq = __atomic_load_n(&wake_seq, __ATOMIC_ACQUIRE);
         uint64_t wait = xa_background_pass(xa_os_now_ns());
-        /* Sleep until the next purge is due: at least 10 ms, and at most
-         * one second so a changed decay_ms is noticed. */
+        if (wait == UINT64_MAX) {
+            /* Nothing dirty: sleep until a free makes some (notice). The
+             * dirty hint is re-armed first so that free is not missed. */
+            __atomic_store_n(&sleeping_idle, true, __ATOMIC_SEQ_CST);
+            __atomic_store_n(&xa_arena_dirty_pending, false, __ATOMIC_SEQ_CST);
+            if (xa_arenas_dirty_bytes() == 0)
+                xa_os_futex_wait(&wake_seq, seq, 0);
+            __atomic_store_n(&sleeping_idle, false, __ATOMIC_RELAXED);
+            continue;
+        }
+        /* Until the next purge is due: at least 10 ms, at most a second
+         * so a changed decay_ms or mode is noticed. */
         if (wait < 10000000u)
             wait = 10000000u;
         if (wait > 1000000000u)
             wait = 1000000000u;
-        xa_os_sleep_ns(wait);
+        xa_os_futex_wait(&wake_seq, seq, wait);
     }
-    __atomic_store_n(&xa_background_running, false, __ATOMIC_RELEASE);
-    __atomic_store_n(&state, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&xa_heap_purger_active, false, __ATOMIC_RELEASE);
+    __atomic_store_n(&state, XA_BG_STOPPED, __ATOMIC_RELEASE);
     return NULL;
 }
 
-void xa_background_update(void)
+static void wake(void)
 {
-    if (!__atomic_load_n(&xa_opt.background_thread, __ATOMIC_RELAXED))
-        return; /* a running thread sees the option and exits */
-    int expected = 0;
-    if (!__atomic_compare_exchange_n(&state, &expected, 1, false, __ATOMIC_ACQ_REL,
+    __atomic_fetch_add(&wake_seq, 1, __ATOMIC_RELEASE);
+    xa_os_futex_wake_all(&wake_seq);
+}
+
+static void start(void)
+{
+    unsigned expected = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+    if (expected == XA_BG_RUNNING)
+        return;
+    if (expected == XA_BG_FAILED && xa_os_now_ns() - failed_ns < XA_BACKGROUND_RETRY_NS)
+        return;
+    if (!__atomic_compare_exchange_n(&state, &expected, XA_BG_RUNNING, false, __ATOMIC_ACQ_REL,
                                      __ATOMIC_RELAXED))
         return;
     pthread_t tid;
@@ -67,16 +96,58 @@ void xa_background_update(void)
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 64 * 1024);
-    __atomic_store_n(&xa_background_running, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&xa_heap_purger_active, true, __ATOMIC_RELEASE);
     if (pthread_create(&tid, &attr, thread_main, NULL) != 0) {
-        __atomic_store_n(&xa_background_running, false, __ATOMIC_RELEASE);
-        __atomic_store_n(&state, 0, __ATOMIC_RELEASE);
+        /* Purging stays on the slow paths; try again later. */
+        failed_ns = xa_os_now_ns();
+        __atomic_store_n(&xa_heap_purger_active, false, __ATOMIC_RELEASE);
+        __atomic_store_n(&state, XA_BG_FAILED, __ATOMIC_RELEASE);
     }
     pthread_attr_destroy(&attr);
 }
 
+void xa_background_update(void)
+{
+    int mode = __atomic_load_n(&xa_opt.background_thread, __ATOMIC_RELAXED);
+    if (mode == XA_BG_OFF) {
+        wake(); /* a running thread sees the option and exits */
+        return;
+    }
+    if (mode == XA_BG_ON || xa_arenas_dirty_bytes() >= XA_BACKGROUND_AUTO_BYTES)
+        start();
+    else
+        wake();
+}
+
+void xa_background_notice(void)
+{
+    __atomic_store_n(&xa_arena_dirty_pending, false, __ATOMIC_RELAXED);
+    if (mode_off())
+        return;
+    if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == XA_BG_RUNNING) {
+        if (__atomic_load_n(&sleeping_idle, __ATOMIC_SEQ_CST))
+            wake();
+        return;
+    }
+    if (__atomic_load_n(&xa_opt.background_thread, __ATOMIC_RELAXED) == XA_BG_ON ||
+        xa_arenas_dirty_bytes() >= XA_BACKGROUND_AUTO_BYTES)
+        start();
+}
+
+unsigned xa_background_state(void)
+{
+    return __atomic_load_n(&state, __ATOMIC_RELAXED);
+}
+
+uint64_t xa_background_passes(void)
+{
+    return __atomic_load_n(&passes, __ATOMIC_RELAXED);
+}
+
 void xa_background_fork_child(void)
 {
-    xa_background_running = false;
-    state = 0;
+    xa_heap_purger_active = false;
+    state = XA_BG_STOPPED;
+    sleeping_idle = false;
+    wake_seq = 0;
 }

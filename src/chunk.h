@@ -44,11 +44,19 @@ extern uintptr_t xa_heap_secret;
 struct xa_heap;
 struct xa_arena;
 
+/* Bits of a small slab's in_full byte. Any bit set sends the owner's free
+ * to xa_heap_free_local_slow, at no cost to the fast path, which tests the
+ * byte anyway: IN_FULL, the slab is in the owner's full list; TRIM, its
+ * blocks have whole pages of their own, and frees count towards purging
+ * them (see heap.c). */
+#define XA_SLAB_IN_FULL 1u
+#define XA_SLAB_TRIM 2u
+
 typedef struct xa_slab {
     /* ---- hot: the owner's fast path (first cache line) ---- */
     uintptr_t free;           /* first free block (plain pointer), 0 = none */
     uint32_t used;            /* blocks out, incl. remote frees not collected */
-    uint8_t in_full;          /* in the owner's full list */
+    uint8_t in_full;          /* small: XA_SLAB_IN_FULL | XA_SLAB_TRIM; large: parked */
     uint8_t kind;             /* enum xa_run_kind */
     uint8_t cls;              /* size class (small) */
     uint8_t units;            /* run length in units */
@@ -82,6 +90,7 @@ typedef struct xa_chunk {
     struct xa_arena *arena;
     size_t map_size;          /* bytes mapped (2 MiB, or more for huge) */
     uint32_t used_units;      /* units in runs that are not free */
+    uint64_t dense_bytes;     /* atomic: bytes of large blocks and carved slab blocks */
     uint8_t huge_advised;     /* advised MADV_HUGEPAGE */
     uint8_t first_of[XA_UNITS_PER_CHUNK];
     struct xa_chunk *next, *prev; /* arena's chunk list / huge list */

@@ -5,7 +5,7 @@
 #include "meta.h"
 
 struct xa_chunk **xa_chunkmap_top[1u << XA_CHUNKMAP_TOP_BITS];
-uint8_t xa_region_kind[(size_t)1 << XA_REGION_BITS];
+uint8_t xa_region_kind[(size_t)1 << XA_REGION_BITS] __attribute__((aligned(XA_OS_PAGE)));
 static xa_lock leaf_lock = XA_LOCK_INIT(XA_RANK_CHUNKMAP);
 
 bool xa_chunkmap_set(void *base, size_t size, struct xa_chunk *chunk, unsigned kind)

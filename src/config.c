@@ -341,8 +341,15 @@ static int parse_value(const struct opt_desc *d, const char *p, size_t n,
     switch (d->type) {
     case XA_T_BOOL:
         return parse_bool(p, n, out);
-    case XA_T_ENUM:
-        return parse_enum(d->values, p, n, out);
+    case XA_T_ENUM: {
+        int rc = parse_enum(d->values, p, n, out);
+        /* An enum whose first values are off|on (background_thread) also
+         * takes the boolean words, so configurations written when it was a
+         * boolean keep their meaning. */
+        if (rc != PV_OK && slice_eq(d->values, 7, "off|on|") && parse_bool(p, n, out) == PV_OK)
+            return PV_OK;
+        return rc;
+    }
     default:
         return parse_number(d, p, n, out);
     }

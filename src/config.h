@@ -12,6 +12,7 @@
 enum xa_thp_mode { XA_THP_DEFAULT = 0, XA_THP_ALWAYS = 1, XA_THP_NEVER = 2 };
 enum xa_numa_mode { XA_NUMA_ON = 0, XA_NUMA_OFF = 1, XA_NUMA_INTERLEAVE = 2 };
 enum xa_purge_mode { XA_PURGE_DONTNEED = 0, XA_PURGE_FREE = 1 };
+enum xa_background_mode { XA_BG_OFF = 0, XA_BG_ON = 1, XA_BG_AUTO = 2 };
 
 /* Effective values. Written only by xa_config_init() and, for the options
  * that may change at run time, by xalloc_config_set(); read anywhere. */
@@ -21,7 +22,7 @@ struct xa_options {
     int numa;                /* enum xa_numa_mode */
     int64_t decay_ms;        /* runtime-settable */
     int purge;               /* enum xa_purge_mode */
-    bool background_thread;  /* runtime-settable */
+    int background_thread;   /* enum xa_background_mode; runtime-settable */
     bool tcache;
     uint64_t tcache_max;     /* bytes */
     bool stats;

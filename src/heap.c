@@ -8,13 +8,18 @@
 #include <string.h>
 
 #include "config.h"
-#include "init.h"
 #include "lock.h"
 #include "meta.h"
 #include "os.h"
-#include "stats.h"
-#include "background.h"
 #include "pages.h"
+
+static void no_tick(uint64_t now) { (void)now; }
+static void no_dirty(void) { __atomic_store_n(&xa_arena_dirty_pending, false, __ATOMIC_RELAXED); }
+/* The process boots on its first allocation, before any constructor could
+ * set a hook: thread_init starts as init.c's entry point, the one call the
+ * heap makes upward (declared in heap.h, defined by the orchestrator). */
+struct xa_heap_hooks xa_heap_hooks = {xa_heap_boot_thread, no_tick, no_dirty};
+bool xa_heap_purger_active;
 
 xa_slab xa_slab_empty;
 /* The heap of a thread that has not allocated yet: every class points to
@@ -105,7 +110,7 @@ static void full_push(xa_heap *h, xa_slab *s)
     if (s->next)
         s->next->prev = s;
     h->full = s;
-    s->in_full = 1;
+    s->in_full |= XA_SLAB_IN_FULL;
 }
 
 static void full_remove(xa_heap *h, xa_slab *s)
@@ -117,7 +122,7 @@ static void full_remove(xa_heap *h, xa_slab *s)
     if (s->next)
         s->next->prev = s->prev;
     s->next = s->prev = NULL;
-    s->in_full = 0;
+    s->in_full &= (uint8_t)~XA_SLAB_IN_FULL;
 }
 
 /* ---- collection ---- */
@@ -190,10 +195,11 @@ static void drain_delayed(xa_heap *h)
 
 /* ---- trimming free blocks of big classes ---- */
 
-/* Blocks of at least this size have whole pages of their own: when free
- * they can be given back to the OS without waiting for the slab to empty
- * (as a large block would be). The first page stays: it holds the link. */
-#define TRIM_MIN_BLOCK ((uint32_t)16384)
+/* Bytes of big-class blocks a heap's owner may free before their pages
+ * are purged (trim_free_blocks): frees of such blocks take the slow path
+ * (XA_SLAB_TRIM) and count here, so a mass free returns memory as it goes,
+ * a purge covering many blocks. */
+#define TRIM_ALLOWANCE ((uint64_t)8 << 20)
 #define TRIM_MARK 0x7472696d6d656421ULL /* "trimmed!" */
 
 static inline uintptr_t trim_mark(const xa_block *b)
@@ -204,24 +210,30 @@ static inline uintptr_t trim_mark(const xa_block *b)
 /* Purges the pages of the free blocks of this heap's big-class slabs. A
  * mark in the block's second word avoids purging the same block twice; a
  * stale mark left by the program only means a block is not trimmed. */
+/* Purges the pages of one free block past its first (which holds the
+ * link) and marks it so the owner's trim does not purge it again. */
+static size_t trim_block(xa_block *b, uint32_t block_size)
+{
+    uintptr_t *words = (uintptr_t *)b;
+    if (words[1] == trim_mark(b))
+        return 0;
+    size_t len = block_size - XA_OS_PAGE;
+    xa_pages_purge((char *)b + XA_OS_PAGE, len);
+    words[1] = trim_mark(b);
+    return len;
+}
+
 static size_t trim_free_blocks(xa_heap *h)
 {
     size_t bytes = 0;
-    if (xa_pages_thp)
-        return 0; /* would split huge pages: thp:always returns whole chunks */
-    for (unsigned c = xa_size_class(TRIM_MIN_BLOCK); c < XA_NCLASSES; c++) {
+    for (unsigned c = xa_size_class(XA_TRIM_MIN_BLOCK); c < XA_NCLASSES; c++) {
         for (xa_slab *s = h->avail[c]; s; s = s->next) {
+            if (xa_chunk_of(s)->huge_advised)
+                continue; /* would split a huge page: those chunks go back whole */
             xa_slab_collect(s);
             uint32_t limit = s->reserved;
-            for (uintptr_t p = s->free; p && limit--; p = enc(((xa_block *)p)->next)) {
-                uintptr_t *words = (uintptr_t *)p;
-                if (words[1] == trim_mark((xa_block *)p))
-                    continue;
-                size_t len = s->block_size - XA_OS_PAGE;
-                xa_pages_purge((char *)p + XA_OS_PAGE, len);
-                words[1] = trim_mark((xa_block *)p);
-                bytes += len;
-            }
+            for (uintptr_t p = s->free; p && limit--; p = enc(((xa_block *)p)->next))
+                bytes += trim_block((xa_block *)p, s->block_size);
         }
     }
     h->trimmed_bytes += bytes;
@@ -234,6 +246,7 @@ void xa_heap_upkeep(xa_heap *h)
 {
     uint64_t now = xa_os_now_ns();
     __atomic_store_n(&coarse_now_ns, now, __ATOMIC_RELAXED);
+    h->remote_trim_pending = 0;
     /* The heap's own free lists are private: only this thread can trim
      * them, background thread or not. */
     uint64_t decay_ns = (uint64_t)__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) * 1000000u;
@@ -241,15 +254,15 @@ void xa_heap_upkeep(xa_heap *h)
         h->last_trim_ns = now;
         trim_free_blocks(h);
     }
-    if (__atomic_load_n(&xa_opt.background_thread, __ATOMIC_RELAXED)) {
-        if (!__atomic_load_n(&xa_background_running, __ATOMIC_ACQUIRE))
-            xa_background_update();
-        xa_stats_tick(now);
+    xa_heap_notice_dirty();
+    if (__atomic_load_n(&xa_heap_purger_active, __ATOMIC_ACQUIRE)) {
+        xa_heap_hooks.tick(now);
         return;
     }
-    if (__atomic_load_n(&h->large_cached_bytes, __ATOMIC_RELAXED))
+    if (__atomic_load_n(&h->large_cached_bytes, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&h->huge_cached_bytes, __ATOMIC_RELAXED))
         large_cache_flush(h, now, false);
-    xa_arena_maybe_decay(h->arena, now);
+    xa_arena_maybe_decay(h->arena, now, XA_PURGE_SLOW_PATH);
     /* Arenas without active threads still decay: one thread in a while
      * sweeps them all (cheap when nothing is due). */
     if (now >= __atomic_load_n(&next_global_decay_ns, __ATOMIC_RELAXED)) {
@@ -257,16 +270,16 @@ void xa_heap_upkeep(xa_heap *h)
         for (unsigned i = 0; i < xa_narenas; i++) {
             xa_arena *a = __atomic_load_n(&xa_arenas[i], __ATOMIC_ACQUIRE);
             if (a && a != h->arena)
-                xa_arena_maybe_decay(a, now);
+                xa_arena_maybe_decay(a, now, XA_PURGE_SLOW_PATH);
         }
     }
-    xa_stats_tick(now);
+    xa_heap_hooks.tick(now);
 }
 
 static void *malloc_slow(xa_heap *h, unsigned cls)
 {
     if (h == &xa_heap_empty) {
-        h = xa_init_thread();
+        h = xa_heap_hooks.thread_init();
         if (!h)
             return NULL;
         return xa_heap_malloc_small(h, xa_classes[cls].size);
@@ -344,13 +357,18 @@ void xa_heap_double_free_check(xa_slab *s, xa_block *b)
 
 void xa_heap_free_local_slow(xa_heap *h, xa_slab *s)
 {
-    if (s->in_full)
+    if (s->in_full & XA_SLAB_IN_FULL)
         unfull(h, s);
+    if ((s->in_full & XA_SLAB_TRIM) && (h->trim_pending += s->block_size) > TRIM_ALLOWANCE) {
+        h->trim_pending = 0;
+        trim_free_blocks(h);
+    }
     if (s->used == 0 && (s != h->cur[s->cls] || h->no_keep)) {
         /* Empty and not current: back to the arena, where it coalesces
          * and, once decayed, is returned to the OS. */
         avail_remove(h, s);
         xa_arena_slab_free(xa_chunk_of(s), s);
+        xa_heap_notice_dirty();
     }
 }
 
@@ -398,6 +416,14 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
      * exact whichever thread frees. */
     __atomic_fetch_add(&xa_chunk_of(b)->arena->remote_nfree[s->cls], 1, __ATOMIC_RELAXED);
     unsigned cls = s->cls;
+    /* A thread freeing many big blocks of other threads (a mass delete)
+     * purges them as it goes: their owners may be idle and would keep the
+     * pages until their next slow path. Hand-offs in steady state stay
+     * under the allowance, which each upkeep of this heap renews. */
+    if ((s->in_full & XA_SLAB_TRIM) && h != &xa_heap_empty &&
+        (h->remote_trim_pending += s->block_size) > TRIM_ALLOWANCE &&
+        !xa_chunk_of(s)->huge_advised)
+        h->trimmed_bytes += trim_block(b, s->block_size);
     if (h != &xa_heap_empty && cls < XA_FOREIGN_CLASSES) {
         xa_slab *f = &h->foreign[cls];
         uint32_t n = f->reserved - f->used;
@@ -453,7 +479,7 @@ void *xa_heap_large_cache_take(xa_heap *h, unsigned units)
             continue;
         xa_chunk *c = xa_chunk_of((void *)p);
         xa_slab *s = xa_run_of(c, (void *)p);
-        if (s->units != units)
+        if (s->units != units || s->kind == XA_RUN_HUGE)
             continue;
         if (atomic_exchange_explicit(&h->large_cache[i], 0, memory_order_acquire) != p)
             continue; /* the background thread took it meanwhile */
@@ -487,11 +513,68 @@ bool xa_heap_large_cache_put(xa_heap *h, xa_chunk *c, xa_slab *s)
                                                     memory_order_release,
                                                     memory_order_relaxed)) {
             __atomic_fetch_add(&h->large_cached_bytes, bytes, __ATOMIC_RELAXED);
+            __atomic_store_n(&xa_arena_dirty_pending, true, __ATOMIC_RELAXED);
             __atomic_fetch_sub(&c->arena->requested_big, req, __ATOMIC_RELAXED);
             return true;
         }
         s->large_size = req;
         s->in_full = 0;
+    }
+    return false;
+}
+
+void *xa_heap_huge_cache_take(xa_heap *h, size_t map_size, size_t request)
+{
+    if (!__atomic_load_n(&h->huge_cached_bytes, __ATOMIC_RELAXED))
+        return NULL;
+    for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
+        uintptr_t p = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
+        if (!p)
+            continue;
+        xa_chunk *c = xa_chunk_of((void *)p);
+        /* Up to a quarter too big, as the arena's own cache of mappings. */
+        if (c->slabs[0].kind != XA_RUN_HUGE || c->map_size < map_size ||
+            c->map_size - map_size > map_size / 4)
+            continue;
+        if (atomic_exchange_explicit(&h->large_cache[i], 0, memory_order_acquire) != p)
+            continue;
+        __atomic_fetch_sub(&h->huge_cached_bytes, c->map_size, __ATOMIC_RELAXED);
+        c->huge_request = request;
+        __atomic_fetch_add(&c->arena->requested_big, request, __ATOMIC_RELAXED);
+        __atomic_store_n(&c->huge_ptr, (char *)p, __ATOMIC_RELEASE);
+        return (void *)p;
+    }
+    return NULL;
+}
+
+bool xa_heap_huge_cache_put(xa_heap *h, xa_chunk *c)
+{
+    uintptr_t p = (uintptr_t)c->huge_ptr;
+    if (h->no_keep || c->arena != h->arena || c->map_size > XA_HEAP_HUGE_CACHE_MAX ||
+        p != (uintptr_t)c + XA_HUGE_HEADER ||
+        __atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) == 0)
+        return false;
+    for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
+        uintptr_t expected = 0;
+        if (atomic_load_explicit(&h->large_cache[i], memory_order_relaxed))
+            continue;
+        /* A parked mapping has no user pointer: a second free of it, or a
+         * realloc, is reported as an invalid pointer. It stays on the
+         * arena's list of live mappings. */
+        size_t req = c->huge_request;
+        c->huge_ptr = NULL;
+        c->huge_request = 0;
+        c->freed_ns = __atomic_load_n(&coarse_now_ns, __ATOMIC_RELAXED);
+        if (atomic_compare_exchange_strong_explicit(&h->large_cache[i], &expected, p,
+                                                    memory_order_release,
+                                                    memory_order_relaxed)) {
+            __atomic_fetch_add(&h->huge_cached_bytes, c->map_size, __ATOMIC_RELAXED);
+            __atomic_fetch_sub(&c->arena->requested_big, req, __ATOMIC_RELAXED);
+            __atomic_store_n(&xa_arena_dirty_pending, true, __ATOMIC_RELAXED);
+            return true;
+        }
+        c->huge_request = req;
+        c->huge_ptr = (char *)p;
     }
     return false;
 }
@@ -509,12 +592,21 @@ static bool large_cache_flush(xa_heap *h, uint64_t now, bool force)
             continue;
         xa_chunk *c = xa_chunk_of((void *)p);
         xa_slab *s = xa_run_of(c, (void *)p);
-        if (!force && now - __atomic_load_n(&s->freed_ns, __ATOMIC_RELAXED) < decay_ns) {
+        bool huge = s->kind == XA_RUN_HUGE;
+        uint64_t freed = huge ? __atomic_load_n(&c->freed_ns, __ATOMIC_RELAXED)
+                              : __atomic_load_n(&s->freed_ns, __ATOMIC_RELAXED);
+        if (!force && now - freed < decay_ns) {
             left = true;
             continue;
         }
         if (atomic_exchange_explicit(&h->large_cache[i], 0, memory_order_acquire) != p)
             continue;
+        if (huge) {
+            __atomic_fetch_sub(&h->huge_cached_bytes, c->map_size, __ATOMIC_RELAXED);
+            c->huge_ptr = (char *)p;
+            xa_huge_free(c);
+            continue;
+        }
         __atomic_fetch_sub(&h->large_cached_bytes, (uint64_t)s->units << XA_UNIT_SHIFT,
                            __ATOMIC_RELAXED);
         s->in_full = 0;
@@ -529,7 +621,8 @@ bool xa_heaps_decay_caches(uint64_t now)
     __atomic_store_n(&coarse_now_ns, now, __ATOMIC_RELAXED);
     xa_lock_acquire(&heaps_lock);
     for (xa_heap *h = heaps_live; h; h = h->next_all)
-        if (__atomic_load_n(&h->large_cached_bytes, __ATOMIC_RELAXED))
+        if (__atomic_load_n(&h->large_cached_bytes, __ATOMIC_RELAXED) ||
+            __atomic_load_n(&h->huge_cached_bytes, __ATOMIC_RELAXED))
             left |= large_cache_flush(h, now, false);
     xa_lock_release(&heaps_lock);
     return left;
@@ -539,7 +632,8 @@ void xa_heaps_flush_caches(void)
 {
     xa_lock_acquire(&heaps_lock);
     for (xa_heap *h = heaps_live; h; h = h->next_all)
-        if (__atomic_load_n(&h->large_cached_bytes, __ATOMIC_RELAXED))
+        if (__atomic_load_n(&h->large_cached_bytes, __ATOMIC_RELAXED) ||
+            __atomic_load_n(&h->huge_cached_bytes, __ATOMIC_RELAXED))
             large_cache_flush(h, 0, true);
     xa_lock_release(&heaps_lock);
 }
@@ -600,7 +694,7 @@ static void set_never_notify(xa_slab *s)
 
 static void release_or_abandon(xa_slab *s)
 {
-    s->in_full = 0;
+    s->in_full &= (uint8_t)~XA_SLAB_IN_FULL;
     s->next = s->prev = NULL;
     xa_slab_collect(s);
     if (s->used == 0) {
@@ -739,4 +833,9 @@ void xa_heaps_fork_child(void)
         n++;
     (void)self;
     heaps_count = n;
+}
+
+xa_heap *xa_heap_get_slow(void)
+{
+    return xa_heap_hooks.thread_init();
 }

@@ -36,14 +36,31 @@ typedef struct xa_heap {
     /* Freed large blocks kept for reuse (tcache); slots are taken with an
      * atomic exchange so the background thread can reclaim idle ones. */
     _Atomic uintptr_t large_cache[XA_LARGE_CACHE_SLOTS];
-    uint64_t large_cached_bytes;   /* atomic: bytes parked in the slots */
+    uint64_t large_cached_bytes;   /* atomic: bytes of large blocks parked in the slots */
+    uint64_t huge_cached_bytes;    /* atomic: bytes of huge mappings parked in the slots */
     uint64_t last_trim_ns;         /* last purge of big free blocks */
     /* Blocks of other threads' slabs freed by this thread, reused by its
      * next allocations of the class (a pseudo-slab that becomes cur[] when
      * the real slabs run dry). reserved counts pushes, used pops. */
     xa_slab foreign[XA_FOREIGN_CLASSES];
     uint64_t trimmed_bytes;        /* bytes of free blocks purged (statistics) */
+    uint64_t trim_pending;         /* big-class bytes freed since the last trim */
+    uint64_t remote_trim_pending;  /* big blocks of others freed since the last upkeep */
 } xa_heap;
+
+/* The heap layer reaches the layers above it only through these hooks,
+ * which init.c sets before the first heap exists. */
+struct xa_heap_hooks {
+    struct xa_heap *(*thread_init)(void); /* a thread's first allocation */
+    void (*tick)(uint64_t now);            /* upkeep: statistics publication */
+    void (*dirty)(void);                   /* xa_arena_dirty_pending: purger */
+};
+extern struct xa_heap_hooks xa_heap_hooks;
+/* Defined by init.c: sets the process (first time) and the calling thread
+ * up; returns its heap or NULL. The initial thread_init hook. */
+struct xa_heap *xa_heap_boot_thread(void);
+/* Set by the purger thread while it runs: slow paths then leave decay to it. */
+extern bool xa_heap_purger_active;
 
 extern xa_heap xa_heap_empty;
 extern xa_slab xa_slab_empty;
@@ -65,15 +82,27 @@ void xa_heap_thread_exit(xa_heap *h);
 size_t xa_heap_collect(xa_heap *h);
 /* Runs time-based upkeep (decay, statistics) now if due. */
 void xa_heap_upkeep(xa_heap *h);
+/* Calls the dirty hook when an arena asked for it; no lock may be held. */
+static inline void xa_heap_notice_dirty(void)
+{
+    if (xa_unlikely(__atomic_load_n(&xa_arena_dirty_pending, __ATOMIC_RELAXED)))
+        xa_heap_hooks.dirty();
+}
 /* Counters of every heap, live and exited, per class and as small-block
  * bytes per arena (arena_small_bytes has xa_narenas entries). */
 void xa_heaps_sum(uint64_t *nmalloc, uint64_t *nfree, int64_t *arena_small_bytes,
                   uint64_t *nmalloc_big, uint64_t *nfree_big, uint64_t *nrealloc,
                   uint64_t *threads, uint64_t *large_cached);
 /* Large-block cache: take a cached block of exactly units units, or park
- * a freed one. Both return false when they cannot. */
+ * a freed one. Both return false when they cannot. Huge blocks of up to
+ * XA_HEAP_HUGE_CACHE_MAX park in the same slots, matched by mapping size:
+ * a hot 2 MiB buffer freed and taken again costs no lock, no system call
+ * and no page fault. */
+#define XA_HEAP_HUGE_CACHE_MAX ((size_t)8 << 20)
 void *xa_heap_large_cache_take(xa_heap *h, unsigned units);
 bool xa_heap_large_cache_put(xa_heap *h, xa_chunk *c, xa_slab *s);
+void *xa_heap_huge_cache_take(xa_heap *h, size_t map_size, size_t request);
+bool xa_heap_huge_cache_put(xa_heap *h, xa_chunk *c);
 /* Returns to their arenas the cached large blocks of every heap that have
  * waited decay_ms (all of them when force). Returns true if any remain. */
 bool xa_heaps_decay_caches(uint64_t now);
@@ -135,7 +164,7 @@ XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
     s->free = (uintptr_t)b;
     h->nfree[s->cls]++;
     if (xa_unlikely(--s->used == 0)) {
-        if (s != h->cur[s->cls] || h->no_keep)
+        if (s != h->cur[s->cls] || h->no_keep || s->in_full)
             xa_heap_free_local_slow(h, s);
     } else if (xa_unlikely(s->in_full)) {
         xa_heap_free_local_slow(h, s);

@@ -35,6 +35,11 @@ static void thread_exit(void *arg)
     xa_heap_thread_exit(h);
 }
 
+static void heap_tick(uint64_t now)
+{
+    xa_stats_tick(now);
+}
+
 static uintptr_t random_secret(void)
 {
     /* The kernel's 16 random bytes for this process (AT_RANDOM). */
@@ -64,7 +69,10 @@ bool xa_init_process(void)
         xa_malloc_boot();
         xa_numa_boot();
         xa_pages_boot();
+        xa_pages_sparse(xa_region_kind, sizeof xa_region_kind);
         xa_arena_boot((unsigned)xa_opt.arenas);
+        xa_heap_hooks.tick = heap_tick;
+        xa_heap_hooks.dirty = xa_background_notice;
         pthread_key_create(&exit_key, thread_exit);
         xa_ready = true;
         __atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
@@ -148,7 +156,8 @@ xa_heap *xa_init_thread(void)
     return h;
 }
 
-xa_heap *xa_heap_get_slow(void)
+xa_heap *xa_heap_boot_thread(void)
 {
     return xa_init_thread();
 }
+

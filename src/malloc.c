@@ -92,8 +92,16 @@ static void *malloc_big(size_t size, size_t align, bool zero)
             return p;
         }
         p = xa_arena_large_alloc(h->arena, size, zero);
-    } else
-        p = xa_huge_alloc(h->arena, size, align, zero);
+    } else {
+        p = NULL;
+        if (align <= XA_HUGE_HEADER && size <= XA_HEAP_HUGE_CACHE_MAX) {
+            p = xa_heap_huge_cache_take(h, XA_ALIGN_UP(XA_HUGE_HEADER + size, XA_OS_PAGE), size);
+            if (p && zero)
+                memset(p, 0, size);
+        }
+        if (!p)
+            p = xa_huge_alloc(h->arena, size, align, zero);
+    }
     if (!p)
         return enomem();
     h->nmalloc_big++;
@@ -224,9 +232,11 @@ static XA_NOINLINE void free_generic(xa_chunk *c, void *p)
             xa_arena_large_free(c, s);
         break;
     default:
-        xa_huge_free(c);
+        if (h == &xa_heap_empty || !xa_heap_huge_cache_put(h, c))
+            xa_huge_free(c);
         break;
     }
+    xa_heap_notice_dirty();
     if (h != &xa_heap_empty)
         h->nfree_big++;
 }

@@ -26,6 +26,10 @@ int xa_os_purge_dontneed(void *p, size_t size);
 int xa_os_purge_free(void *p, size_t size);
 /* Transparent huge page advice for a range. */
 int xa_os_advise_hugepage(void *p, size_t size, bool huge);
+/* Asks the kernel to back a range with huge pages now (MADV_COLLAPSE,
+ * Linux 6.1); returns errno (EINVAL on older kernels) and changes nothing
+ * then. */
+int xa_os_collapse_hugepage(void *p, size_t size);
 /* Grows or shrinks a mapping in place; returns 0 or errno (ENOMEM if the
  * neighbouring range is taken). */
 int xa_os_remap_inplace(void *p, size_t old_size, size_t new_size);
@@ -47,6 +51,12 @@ int xa_os_interleave(void *p, size_t size, const unsigned long *nodemask,
 uint64_t xa_os_now_ns(void);
 /* Sleeps (nanosleep); used by the background thread only. */
 void xa_os_sleep_ns(uint64_t ns);
+/* Futex on a private word: waits while *word == expected, at most
+ * timeout_ns (0: no limit); wakes every waiter of word. */
+void xa_os_futex_wait(uint32_t *word, uint32_t expected, uint64_t timeout_ns);
+void xa_os_futex_wake_all(uint32_t *word);
+/* Names the calling thread (PR_SET_NAME, 15 characters at most). */
+void xa_os_set_thread_name(const char *name);
 /* CPU and NUMA node the calling thread runs on (getcpu); -1 if unknown. */
 int xa_os_current_cpu(int *node);
 /* Number of CPUs the process may run on (at least 1). */

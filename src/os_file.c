@@ -8,11 +8,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -35,6 +37,28 @@ void xa_os_sleep_ns(uint64_t ns)
     int saved = errno;
     struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
     syscall(SYS_nanosleep, &ts, NULL);
+    errno = saved;
+}
+
+void xa_os_futex_wait(uint32_t *word, uint32_t expected, uint64_t timeout_ns)
+{
+    int saved = errno;
+    struct timespec ts = {(time_t)(timeout_ns / 1000000000u), (long)(timeout_ns % 1000000000u)};
+    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, timeout_ns ? &ts : NULL, NULL, 0);
+    errno = saved;
+}
+
+void xa_os_futex_wake_all(uint32_t *word)
+{
+    int saved = errno;
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+    errno = saved;
+}
+
+void xa_os_set_thread_name(const char *name)
+{
+    int saved = errno;
+    syscall(SYS_prctl, PR_SET_NAME, name, 0, 0, 0);
     errno = saved;
 }
 

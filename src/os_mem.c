@@ -71,34 +71,42 @@ void xa_os_unmap(void *p, size_t size)
     errno = saved;
 }
 
-int xa_os_purge_dontneed(void *p, size_t size)
+/* madvise without touching the caller's errno; returns 0 or the errno. */
+static int advise(void *p, size_t size, int advice)
 {
     int saved = errno;
-    long rc = syscall(SYS_madvise, p, size, MADV_DONTNEED);
+    long rc = syscall(SYS_madvise, p, size, advice);
     int err = errno;
     errno = saved;
     return rc ? err : 0;
+}
+
+int xa_os_purge_dontneed(void *p, size_t size)
+{
+    return advise(p, size, MADV_DONTNEED);
 }
 
 int xa_os_purge_free(void *p, size_t size)
 {
-    int saved = errno;
-    long rc = syscall(SYS_madvise, p, size, MADV_FREE);
-    int err = errno;
-    errno = saved;
+    int err = advise(p, size, MADV_FREE);
     /* Kernels without MADV_FREE: fall back to the eager kind. */
-    if (rc && err == EINVAL)
+    if (err == EINVAL)
         return xa_os_purge_dontneed(p, size);
-    return rc ? err : 0;
+    return err;
 }
 
 int xa_os_advise_hugepage(void *p, size_t size, bool huge)
 {
-    int saved = errno;
-    long rc = syscall(SYS_madvise, p, size, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
-    int err = errno;
-    errno = saved;
-    return rc ? err : 0;
+    return advise(p, size, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+}
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+
+int xa_os_collapse_hugepage(void *p, size_t size)
+{
+    return advise(p, size, MADV_COLLAPSE);
 }
 
 int xa_os_remap_inplace(void *p, size_t old_size, size_t new_size)

@@ -6,8 +6,10 @@
 #include "os.h"
 
 bool xa_pages_thp;
+unsigned xa_pages_policy;
 static bool thp_from_system;
 
+/* True when /sys/kernel/mm/transparent_hugepage/enabled says [always]. */
 static bool system_thp_always(void)
 {
     char buf[128];
@@ -30,33 +32,62 @@ void xa_pages_boot(void)
 {
     switch (xa_opt.thp) {
     case XA_THP_ALWAYS:
-        xa_pages_thp = true;
+        xa_pages_policy = XA_THP_POLICY_ALWAYS;
         break;
     case XA_THP_NEVER:
-        xa_pages_thp = false;
+        xa_pages_policy = XA_THP_POLICY_NEVER;
         break;
     default:
+        /* Under "madvise" and "never" nothing of ours gets huge pages
+         * unless asked, as with glibc; under "always" only dense chunks. */
         thp_from_system = true;
-        xa_pages_thp = system_thp_always();
+        xa_pages_policy = system_thp_always() ? XA_THP_POLICY_DENSE : XA_THP_POLICY_NEVER;
         break;
     }
+    xa_pages_thp = xa_pages_policy == XA_THP_POLICY_ALWAYS;
 }
 
 const char *xa_pages_thp_name(void)
 {
     if (thp_from_system)
-        return xa_pages_thp ? "default (system: always)" : "default (system: not always)";
+        return xa_pages_policy == XA_THP_POLICY_DENSE ? "default (system: always; dense chunks only)"
+                                                      : "default (system: not always)";
     return xa_pages_thp ? "always" : "never";
 }
 
-void xa_pages_prepare(void *p, size_t size, int node, bool chunk)
+bool xa_pages_prepare(void *p, size_t size, int node, bool chunk)
 {
     /* Advice goes on before first touch: huge pages are chosen at fault
-     * time. thp:never advises NOHUGEPAGE so that even a system set to
-     * "always" backs nothing of ours with huge pages. */
-    xa_os_advise_hugepage(p, size, xa_pages_thp && chunk);
+     * time. NEVER and DENSE advise NOHUGEPAGE so that a system set to
+     * "always" backs nothing of ours with huge pages unless we promote it.
+     * A huge block under DENSE is the program's own dense request: it
+     * follows the system, as glibc's mappings do. */
+    bool huge = xa_pages_policy == XA_THP_POLICY_ALWAYS;
+    if (chunk || xa_pages_policy != XA_THP_POLICY_DENSE)
+        xa_os_advise_hugepage(p, size, huge);
+    else
+        huge = true;
     xa_numa_place(p, size, node);
     xa_os_name_range(p, size, "xalloc");
+    return huge;
+}
+
+void xa_pages_promote(void *chunk)
+{
+    /* HUGEPAGE lets khugepaged merge the chunk; COLLAPSE does it now where
+     * the kernel can (6.1+), so the latency benefit comes at once. */
+    xa_os_advise_hugepage(chunk, XA_CHUNK_SIZE, true);
+    xa_os_collapse_hugepage(chunk, XA_CHUNK_SIZE);
+}
+
+void xa_pages_demote(void *chunk)
+{
+    xa_os_advise_hugepage(chunk, XA_CHUNK_SIZE, false);
+}
+
+void xa_pages_sparse(void *p, size_t size)
+{
+    xa_os_advise_hugepage(p, size, false);
 }
 
 bool xa_pages_purge(void *p, size_t size)

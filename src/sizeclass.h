@@ -11,6 +11,10 @@
 #define XA_NCLASSES 52
 #define XA_SMALL_MAX ((size_t)256 * 1024)
 #define XA_SLAB_MAX_UNITS 16
+/* Blocks of at least this size have whole pages of their own: when free
+ * they can be given back to the OS without waiting for the slab to empty
+ * (as a large block would be). The first page stays: it holds the link. */
+#define XA_TRIM_MIN_BLOCK ((uint32_t)16384)
 
 struct xa_class_info {
     uint32_t size;     /* block size */

@@ -17,40 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static long status_kb(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long v = -1;
-    size_t n = strlen(key);
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, key, n) == 0 && line[n] == ':')
-            v = atol(line + n + 1);
-    if (f)
-        fclose(f);
-    return v;
-}
-
-/* AnonHugePages of the mappings that hold addresses in [lo, hi). */
-static long anon_huge_kb_in(uintptr_t lo, uintptr_t hi)
-{
-    FILE *f = fopen("/proc/self/smaps", "r");
-    char line[512];
-    long total = 0;
-    int inside = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        unsigned long a, b;
-        if (sscanf(line, "%lx-%lx ", &a, &b) == 2 && strchr(line, '-') == line + strcspn(line, "-")) {
-            inside = b > lo && a < hi;
-            continue;
-        }
-        if (inside && strncmp(line, "AnonHugePages:", 14) == 0)
-            total += atol(line + 14);
-    }
-    if (f)
-        fclose(f);
-    return total;
-}
+#include "proc.h"
 
 static uint64_t rng = 88172645463325252ULL;
 static uint64_t next_rand(void)

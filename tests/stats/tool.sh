@@ -79,16 +79,19 @@ cfg=$("$TOOL" --config "$h1")
 check "--config: decay_ms from XALLOC_CONF" grep -qE "^  decay_ms +600000 +XALLOC_CONF$" <<<"$cfg"
 check "--config: thp from default" grep -qE "^  thp +[a-z]+ +default$" <<<"$cfg"
 
-# ---- --purge on 500 MiB freed-but-cached ----
+# ---- --purge on memory freed but not yet returned ----
+# Frees return what passes an arena's dirty allowance (8 MiB) at once;
+# with decay_ms:600000 the last few MiB wait for decay or --purge.
 start h2 "decay_ms:600000" 8 500 60
 wait_readable "$h2"
 before=$(rss_kb "$h2")
-check "holder caches 500 MiB (VmRSS ${before} kB)" test "$before" -gt $((450 * 1024))
+check "holder keeps the dirty allowance, not the 500 MiB it freed (VmRSS ${before} kB)" \
+    test "$before" -gt $((12 * 1024)) -a "$before" -lt $((100 * 1024))
 if [ "$(id -u)" = 0 ]; then
     out=$(as_nobody "$work/xalloc-stat" --purge "$h2" 2>&1); rc=$?
     check "--purge by another user is refused (rc $rc)" test "$rc" = 5
     check "... saying permission denied" grep -q "permission denied" <<<"$out"
-    check "... and VmRSS is unchanged" test "$(rss_kb "$h2")" -gt $((450 * 1024))
+    check "... and VmRSS is unchanged" test "$(rss_kb "$h2")" -ge $((before - 512))
     out=$(as_nobody "$work/xalloc-stat" "$h2" 2>&1); rc=$?
     check "reading another user's stats is refused (rc $rc)" test "$rc" = 5
     check "... saying permission denied" grep -q "permission denied" <<<"$out"
@@ -101,11 +104,11 @@ check "--purge acknowledged (rc $rc): $out" test "$rc" = 0
 check "... reporting the bytes purged" grep -qE "purged [0-9]+ bytes" <<<"$out"
 low=0
 for _ in $(seq 20); do
-    [ "$(rss_kb "$h2")" -lt $((before - 400 * 1024)) ] && { low=1; break; }
+    [ "$(rss_kb "$h2")" -lt $((before - 4 * 1024)) ] && { low=1; break; }
     sleep 0.1
 done
 ms=$((($(date +%s%N) - t0) / 1000000))
-check "VmRSS fell by > 400 MiB within 2 s (${before} -> $(rss_kb "$h2") kB in ${ms} ms)" test "$low" = 1
+check "VmRSS fell by > 4 MiB within 2 s (${before} -> $(rss_kb "$h2") kB in ${ms} ms)" test "$low" = 1
 
 # ---- --set ----
 out=$("$TOOL" --set decay_ms:0 "$h2"); rc=$?

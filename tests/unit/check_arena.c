@@ -157,12 +157,34 @@ START_TEST(purge_returns_free_chunks)
         p[i] = xa_arena_large_alloc(a, XA_LARGE_MAX, false);
     uint64_t chunks = a->nchunks;
     ck_assert_uint_ge(chunks, 8);
+    uint64_t before = a->purged_bytes;
     for (int i = 0; i < 8; i++)
         xa_arena_large_free(xa_chunkmap_lookup(p[i]), slab_of(p[i]));
-    size_t purged = xa_arena_purge_all(a);
-    ck_assert_uint_ge(purged, 8 * XA_LARGE_MAX);
+    /* Frees purge above the allowance themselves; the rest goes now. */
+    xa_arena_purge_all(a);
+    ck_assert_uint_ge(a->purged_bytes - before, 8 * XA_LARGE_MAX);
     ck_assert_uint_eq(a->dirty_units, 0);
     ck_assert_uint_lt(a->nchunks, chunks);
+}
+END_TEST
+
+/* A mass free does not wait for decay_ms: above the dirty allowance the
+ * oldest dirty runs are purged by the frees themselves. */
+START_TEST(free_purges_above_allowance)
+{
+    xa_arena *a = arena();
+    enum { N = 24 };
+    void *p[N];
+    for (int i = 0; i < N; i++)
+        p[i] = xa_arena_large_alloc(a, XA_LARGE_MAX, false);
+    for (int i = 0; i < N; i++)
+        memset(p[i], 1, XA_LARGE_MAX);
+    uint64_t at_free = a->purged_by[XA_PURGE_AT_FREE];
+    for (int i = 0; i < N; i++)
+        xa_arena_large_free(xa_chunkmap_lookup(p[i]), slab_of(p[i]));
+    ck_assert_uint_le(a->dirty_units, XA_DIRTY_FLOOR_UNITS + a->used_units / 8);
+    ck_assert_uint_ge(a->purged_by[XA_PURGE_AT_FREE] - at_free,
+                      (uint64_t)(N * XA_LARGE_MAX) - ((uint64_t)XA_DIRTY_FLOOR_UNITS << XA_UNIT_SHIFT));
 }
 END_TEST
 
@@ -176,6 +198,7 @@ static Suite *make_suite(void)
     tcase_add_test(t, large_resize_in_place);
     tcase_add_test(t, huge_blocks_map_grow_and_unmap);
     tcase_add_test(t, purge_returns_free_chunks);
+    tcase_add_test(t, free_purges_above_allowance);
     suite_add_tcase(s, t);
     return s;
 }

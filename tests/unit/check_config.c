@@ -138,7 +138,7 @@ START_TEST(test_defaults)
     ck_assert_str_eq(val("numa"), "on");
     ck_assert_str_eq(val("decay_ms"), "1000");
     ck_assert_str_eq(val("purge"), "dontneed");
-    ck_assert_str_eq(val("background_thread"), "false");
+    ck_assert_str_eq(val("background_thread"), "auto");
     ck_assert_str_eq(val("tcache"), "on");
     ck_assert_str_eq(val("tcache_max"), "1m");
     ck_assert_str_eq(val("stats"), "on");
@@ -158,7 +158,7 @@ START_TEST(test_defaults)
     ck_assert_int_eq(xa_opt.numa, XA_NUMA_ON);
     ck_assert_int_eq(xa_opt.decay_ms, 1000);
     ck_assert_int_eq(xa_opt.purge, XA_PURGE_DONTNEED);
-    ck_assert(!xa_opt.background_thread && xa_opt.tcache && xa_opt.stats);
+    ck_assert(xa_opt.background_thread == XA_BG_AUTO && xa_opt.tcache && xa_opt.stats);
     ck_assert_uint_eq(xa_opt.tcache_max, 1024 * 1024);
     ck_assert_int_eq(xa_opt.stats_interval_ms, 1000);
     ck_assert(!xa_opt.stats_print && !xa_opt.verbose && !xa_opt.abort_on_error);
@@ -848,7 +848,14 @@ START_TEST(test_runtime_set)
     ck_assert_int_eq(xa_opt.decay_ms, 500);
     ck_assert_str_eq(src("decay_ms"), "runtime");
     ck_assert_int_eq(xalloc_config_set("background_thread:on, stats_interval_ms:2s", msg, sizeof msg), 0);
-    ck_assert(xa_opt.background_thread);
+    ck_assert_int_eq(xa_opt.background_thread, XA_BG_ON);
+    /* The boolean words of its earlier form keep their meaning. */
+    ck_assert_int_eq(xalloc_config_set("background_thread:false", msg, sizeof msg), 0);
+    ck_assert_int_eq(xa_opt.background_thread, XA_BG_OFF);
+    ck_assert_int_eq(xalloc_config_set("background_thread:auto", msg, sizeof msg), 0);
+    ck_assert_int_eq(xa_opt.background_thread, XA_BG_AUTO);
+    ck_assert_int_eq(xalloc_config_set("background_thread:sometimes", msg, sizeof msg), -1);
+    ck_assert_int_eq(xa_opt.background_thread, XA_BG_AUTO);
     ck_assert_int_eq(xa_opt.stats_interval_ms, 2000);
 
     ck_assert_int_eq(xalloc_config_set("arenas:2", msg, sizeof msg), -1);
