@@ -14,12 +14,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "numa.h"
+#include "os_numa.h"
 
 static xa_numa_topo t; /* big: static, not on the stack */
 static char root[256];
@@ -455,6 +458,32 @@ START_TEST(recheck_reports_the_slot_once_then_only_changes)
 }
 END_TEST
 
+START_TEST(cpu_now_agrees_with_the_kernel)
+{
+    /* Pinned to one CPU, so that the answer cannot change between calls:
+     * the rseq read and getcpu(2) must give the same CPU. */
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    ck_assert_int_eq(sched_getaffinity(0, sizeof set, &set), 0);
+    int last = -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set))
+            last = c;
+    ck_assert_int_ge(last, 0);
+    CPU_ZERO(&set);
+    CPU_SET(last, &set);
+    ck_assert_int_eq(sched_setaffinity(0, sizeof set, &set), 0);
+    unsigned cpu = 0;
+    ck_assert_int_eq((int)syscall(SYS_getcpu, &cpu, NULL, NULL), 0);
+    ck_assert_int_eq(xa_os_cpu_now(), (int)cpu);
+    ck_assert_int_eq(xa_os_cpu_now(), last);
+    /* glibc 2.35 and later register rseq unless a tunable turns it off */
+    const char *tun = getenv("GLIBC_TUNABLES");
+    if (!tun || !strstr(tun, "rseq=0"))
+        ck_assert(xa_os_cpu_now_is_cheap());
+}
+END_TEST
+
 START_TEST(this_machine_boots_as_before)
 {
     /* The real boot on this one-node machine: one slot, inactive, and the
@@ -492,6 +521,7 @@ static Suite *numa_suite(void)
     tcase_add_test(sys, placement_on_a_real_node_succeeds_and_is_counted);
     tcase_add_test(sys, placement_on_an_absent_node_fails_softly);
     tcase_add_test(sys, recheck_reports_the_slot_once_then_only_changes);
+    tcase_add_test(sys, cpu_now_agrees_with_the_kernel);
     tcase_add_test(sys, this_machine_boots_as_before);
     suite_add_tcase(s, sys);
     return s;
