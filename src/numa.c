@@ -398,10 +398,12 @@ void xa_numa_boot(void)
      * nodes are the operator's choice, so arenas live only there. */
     static unsigned long pol[NODE_LONGS];
     int mode = 0;
-    if (xa_os_get_mempolicy(&mode, pol, XA_NUMA_MAX_NODE_ID) == 0 &&
-        (mode == XA_MPOL_BIND || mode == XA_MPOL_INTERLEAVE || mode == XA_MPOL_PREFERRED ||
-         mode == XA_MPOL_PREFERRED_MANY || mode == XA_MPOL_WEIGHTED_INTERLEAVE))
-        xa_numa_topo_restrict(&topo, pol, XA_NUMA_MAX_NODE_ID);
+    if (xa_os_get_mempolicy(&mode, pol, XA_NUMA_MAX_NODE_ID) == 0) {
+        mode &= 0xff; /* without its flags (static/relative nodes, balancing) */
+        if (mode == XA_MPOL_BIND || mode == XA_MPOL_INTERLEAVE || mode == XA_MPOL_PREFERRED ||
+            mode == XA_MPOL_PREFERRED_MANY || mode == XA_MPOL_WEIGHTED_INTERLEAVE)
+            xa_numa_topo_restrict(&topo, pol, XA_NUMA_MAX_NODE_ID);
+    }
     libnuma_apply(false); /* when the constructor already asked libnuma */
     xa_numa_topo_finish(&topo);
     xa_numa_install(&topo, xa_opt.numa);

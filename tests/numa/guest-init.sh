@@ -1,4 +1,5 @@
 #!/bin/busybox sh
+# shellcheck shell=dash
 # guest-init.sh: /init of the initramfs that tests/numa/run-guest.sh boots
 # under qemu (TCG) with several NUMA nodes. Runs the placement checks
 # (xa_mode=check) or the node-local benchmark (xa_mode=bench) with the
@@ -15,7 +16,7 @@ mount -t tmpfs tmp /tmp
 mount -t tmpfs run /run
 
 mode=$(sed -n 's/.*xa_mode=\([a-z]*\).*/\1/p' /proc/cmdline)
-nodes=$(ls -d /sys/devices/system/node/node* | wc -l)
+nodes=$(find /sys/devices/system/node -maxdepth 1 -name "node[0-9]*" | wc -l)
 last=$((nodes - 1))
 X=/x
 LIB=$X/libxalloc.so.1
@@ -95,7 +96,7 @@ if [ "$mode" = bench ]; then
         mimalloc) pre=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 ;;
         tcmalloc) pre=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 ;;
         esac
-        run "bench_$a" env LD_PRELOAD=$pre $X/bench_numa $a "${rounds:-20}"
+        run "bench_$a" env LD_PRELOAD="$pre" $X/bench_numa $a "${rounds:-20}"
     done
 fi
 

@@ -21,19 +21,19 @@ build=$(cd "$build" && pwd)
 # ---- kernel ----
 kernel=${XA_GUEST_KERNEL:-}
 if [ -z "$kernel" ]; then
-    for k in $(ls -1 /boot/vmlinuz-*-amd64 2>/dev/null | sort -V -r); do
+    for k in $(find /boot -maxdepth 1 -name 'vmlinuz-*-amd64' 2>/dev/null | sort -V -r); do
         if [ -r "$k" ]; then kernel=$k; break; fi
     done
 fi
 if [ -z "$kernel" ]; then
     kdir=$build/numa/kernel
-    kernel=$(ls -1 "$kdir"/boot/vmlinuz-* 2>/dev/null | head -1 || true)
+    kernel=$(find "$kdir/boot" -maxdepth 1 -name 'vmlinuz-*' 2>/dev/null | head -1 || true)
     if [ -z "$kernel" ]; then
         ver=$(apt-cache depends linux-image-amd64 | sed -n 's/.*Depends: \(linux-image-[^ ]*\)/\1/p' | head -1)
         echo "numa: fetching $ver (apt-get download) into $kdir" >&2
         mkdir -p "$kdir"
         (cd "$kdir" && apt-get download -q "$ver" >/dev/null && dpkg-deb -x ./*.deb .)
-        kernel=$(ls -1 "$kdir"/boot/vmlinuz-* | head -1)
+        kernel=$(find "$kdir/boot" -maxdepth 1 -name 'vmlinuz-*' | head -1)
     fi
 fi
 
