@@ -41,6 +41,7 @@ static uint64_t next_global_decay_ns;
 static inline uintptr_t enc(uintptr_t p) { return p ^ xa_heap_secret; }
 
 static bool large_cache_flush(xa_heap *h, uint64_t now, bool force);
+static void make_room(xa_heap *h);
 
 /* A clock read on slow paths (upkeep) and used to stamp parked large
  * blocks: stamping them with a real clock read would cost a vDSO call on
@@ -471,23 +472,71 @@ static void foreign_flush(xa_heap *h)
 
 /* ---- large-block cache ---- */
 
+/* A slot word is the parked block's address with a size key in its low
+ * 12 bits (large blocks are 64 KiB-aligned, a huge block's pointer is a
+ * page past its mapping's start): the run's units (1..31) for a large
+ * block, the mapping's size in pages (more than 496) for a huge one. The
+ * owner matches on the word alone and reads a block's metadata only once
+ * its exchange has made the block its own: the purger may take and free a
+ * parked block at any time, unmapping it. The slot's freed time sits in
+ * the heap for the same reason. */
+#define SLOT_KEY_MASK ((uintptr_t)XA_OS_PAGE - 1)
+
+static inline uintptr_t slot_word(uintptr_t p, uintptr_t key) { return p | key; }
+static inline uintptr_t huge_key(size_t map_size) { return map_size >> 12; }
+
+/* A block was parked: the purger (which may sleep with nothing dirty)
+ * must hear of it to give it back if this thread goes quiet, but a thread
+ * cycling a hot buffer must not wake it on every free. The coarse clock
+ * only moves on slow paths, so a tight cycle raises the hint once. */
+static void note_parked(xa_heap *h)
+{
+    uint64_t now = __atomic_load_n(&coarse_now_ns, __ATOMIC_RELAXED);
+    if (now != h->park_noticed_ns) {
+        h->park_noticed_ns = now;
+        __atomic_store_n(&xa_arena_dirty_pending, true, __ATOMIC_RELAXED);
+    }
+}
+
+/* Takes slot i if it still holds word w; true when the block is ours. */
+static bool slot_claim(xa_heap *h, unsigned i, uintptr_t w)
+{
+    return atomic_compare_exchange_strong_explicit(&h->large_cache[i], &w, 0,
+                                                   memory_order_acquire, memory_order_relaxed);
+}
+
+/* Publishes w in a free slot, making room first; false if none was free. */
+static bool slot_publish(xa_heap *h, uintptr_t w)
+{
+    make_room(h);
+    for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
+        uintptr_t expected = 0;
+        if (atomic_load_explicit(&h->large_cache[i], memory_order_relaxed))
+            continue;
+        __atomic_store_n(&h->large_cache_ns[i], __atomic_load_n(&coarse_now_ns, __ATOMIC_RELAXED),
+                         __ATOMIC_RELAXED);
+        if (atomic_compare_exchange_strong_explicit(&h->large_cache[i], &expected, w,
+                                                    memory_order_release, memory_order_relaxed)) {
+            note_parked(h);
+            return true;
+        }
+    }
+    return false;
+}
+
 void *xa_heap_large_cache_take(xa_heap *h, unsigned units)
 {
     for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
-        uintptr_t p = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
-        if (!p)
+        uintptr_t w = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
+        if (!w || (w & SLOT_KEY_MASK) != units || !slot_claim(h, i, w))
             continue;
-        xa_chunk *c = xa_chunk_of((void *)p);
-        xa_slab *s = xa_run_of(c, (void *)p);
-        if (s->units != units || s->kind == XA_RUN_HUGE)
-            continue;
-        if (atomic_exchange_explicit(&h->large_cache[i], 0, memory_order_acquire) != p)
-            continue; /* the background thread took it meanwhile */
+        void *p = (void *)(w & ~SLOT_KEY_MASK);
+        xa_slab *s = xa_run_of(xa_chunk_of(p), p);
         s->in_full = 0;
         s->large_size = 0; /* parked: counted as not requested (see put) */
         __atomic_fetch_sub(&h->large_cached_bytes, (uint64_t)units << XA_UNIT_SHIFT,
                            __ATOMIC_RELAXED);
-        return (void *)p;
+        return p;
     }
     return NULL;
 }
@@ -495,31 +544,24 @@ void *xa_heap_large_cache_take(xa_heap *h, unsigned units)
 bool xa_heap_large_cache_put(xa_heap *h, xa_chunk *c, xa_slab *s)
 {
     size_t bytes = (size_t)s->units << XA_UNIT_SHIFT;
-    if (h->no_keep || c->arena != h->arena || bytes > xa_opt.tcache_max || __atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) == 0)
+    if (h->no_keep || c->arena != h->arena || bytes > xa_opt.tcache_max ||
+        __atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) == 0)
         return false;
     uintptr_t p = (uintptr_t)xa_unit_addr(c, s->first_unit);
-    for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
-        uintptr_t expected = 0;
-        if (atomic_load_explicit(&h->large_cache[i], memory_order_relaxed))
-            continue;
-        s->in_full = 1; /* marks a parked block: a second free is reported */
-        s->freed_ns = __atomic_load_n(&coarse_now_ns, __ATOMIC_RELAXED);
-        /* Freed as far as the program is concerned: not requested any more.
-         * Done before the block is published, since whoever takes it from
-         * the slot next may free it to the arena at once. */
-        size_t req = s->large_size;
-        s->large_size = 0;
-        if (atomic_compare_exchange_strong_explicit(&h->large_cache[i], &expected, p,
-                                                    memory_order_release,
-                                                    memory_order_relaxed)) {
-            __atomic_fetch_add(&h->large_cached_bytes, bytes, __ATOMIC_RELAXED);
-            __atomic_store_n(&xa_arena_dirty_pending, true, __ATOMIC_RELAXED);
-            __atomic_fetch_sub(&c->arena->requested_big, req, __ATOMIC_RELAXED);
-            return true;
-        }
-        s->large_size = req;
-        s->in_full = 0;
-    }
+    s->in_full = 1; /* marks a parked block: a second free is reported */
+    /* Freed as far as the program is concerned: not requested any more.
+     * Done before the block is published, since whoever takes it from the
+     * slot next may free it to the arena at once. */
+    size_t req = s->large_size;
+    s->large_size = 0;
+    __atomic_fetch_add(&h->large_cached_bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&c->arena->requested_big, req, __ATOMIC_RELAXED);
+    if (slot_publish(h, slot_word(p, s->units)))
+        return true;
+    __atomic_fetch_add(&c->arena->requested_big, req, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&h->large_cached_bytes, bytes, __ATOMIC_RELAXED);
+    s->large_size = req;
+    s->in_full = 0;
     return false;
 }
 
@@ -527,22 +569,20 @@ void *xa_heap_huge_cache_take(xa_heap *h, size_t map_size, size_t request)
 {
     if (!__atomic_load_n(&h->huge_cached_bytes, __ATOMIC_RELAXED))
         return NULL;
+    uintptr_t want = huge_key(map_size);
     for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
-        uintptr_t p = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
-        if (!p)
-            continue;
-        xa_chunk *c = xa_chunk_of((void *)p);
+        uintptr_t w = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
+        uintptr_t key = w & SLOT_KEY_MASK;
         /* Up to a quarter too big, as the arena's own cache of mappings. */
-        if (c->slabs[0].kind != XA_RUN_HUGE || c->map_size < map_size ||
-            c->map_size - map_size > map_size / 4)
+        if (!w || key < want || key - want > want / 4 || !slot_claim(h, i, w))
             continue;
-        if (atomic_exchange_explicit(&h->large_cache[i], 0, memory_order_acquire) != p)
-            continue;
+        char *p = (char *)(w & ~SLOT_KEY_MASK);
+        xa_chunk *c = xa_chunk_of(p);
         __atomic_fetch_sub(&h->huge_cached_bytes, c->map_size, __ATOMIC_RELAXED);
         c->huge_request = request;
         __atomic_fetch_add(&c->arena->requested_big, request, __ATOMIC_RELAXED);
-        __atomic_store_n(&c->huge_ptr, (char *)p, __ATOMIC_RELEASE);
-        return (void *)p;
+        __atomic_store_n(&c->huge_ptr, p, __ATOMIC_RELEASE);
+        return p;
     }
     return NULL;
 }
@@ -554,29 +594,64 @@ bool xa_heap_huge_cache_put(xa_heap *h, xa_chunk *c)
         p != (uintptr_t)c + XA_HUGE_HEADER ||
         __atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) == 0)
         return false;
-    for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
-        uintptr_t expected = 0;
-        if (atomic_load_explicit(&h->large_cache[i], memory_order_relaxed))
-            continue;
-        /* A parked mapping has no user pointer: a second free of it, or a
-         * realloc, is reported as an invalid pointer. It stays on the
-         * arena's list of live mappings. */
-        size_t req = c->huge_request;
-        c->huge_ptr = NULL;
-        c->huge_request = 0;
-        c->freed_ns = __atomic_load_n(&coarse_now_ns, __ATOMIC_RELAXED);
-        if (atomic_compare_exchange_strong_explicit(&h->large_cache[i], &expected, p,
-                                                    memory_order_release,
-                                                    memory_order_relaxed)) {
-            __atomic_fetch_add(&h->huge_cached_bytes, c->map_size, __ATOMIC_RELAXED);
-            __atomic_fetch_sub(&c->arena->requested_big, req, __ATOMIC_RELAXED);
-            __atomic_store_n(&xa_arena_dirty_pending, true, __ATOMIC_RELAXED);
-            return true;
-        }
-        c->huge_request = req;
-        c->huge_ptr = (char *)p;
-    }
+    /* A parked mapping has no user pointer: a second free of it, or a
+     * realloc, is reported as an invalid pointer. It stays on the arena's
+     * list of live mappings. */
+    size_t req = c->huge_request;
+    c->huge_ptr = NULL;
+    c->huge_request = 0;
+    __atomic_fetch_add(&h->huge_cached_bytes, c->map_size, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&c->arena->requested_big, req, __ATOMIC_RELAXED);
+    if (slot_publish(h, slot_word(p, huge_key(c->map_size))))
+        return true;
+    __atomic_fetch_add(&c->arena->requested_big, req, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&h->huge_cached_bytes, c->map_size, __ATOMIC_RELAXED);
+    c->huge_request = req;
+    c->huge_ptr = (char *)p;
     return false;
+}
+
+/* Takes the block of slot i (if it still holds word w) and gives it back
+ * to its arena. Safe from any thread. */
+static void slot_release(xa_heap *h, unsigned i, uintptr_t w)
+{
+    if (!slot_claim(h, i, w))
+        return;
+    char *p = (char *)(w & ~SLOT_KEY_MASK);
+    xa_chunk *c = xa_chunk_of(p);
+    if ((w & SLOT_KEY_MASK) > XA_UNITS_PER_CHUNK) {
+        __atomic_fetch_sub(&h->huge_cached_bytes, c->map_size, __ATOMIC_RELAXED);
+        c->huge_ptr = p;
+        xa_huge_free(c);
+        return;
+    }
+    xa_slab *s = xa_run_of(c, p);
+    __atomic_fetch_sub(&h->large_cached_bytes, (uint64_t)s->units << XA_UNIT_SHIFT,
+                       __ATOMIC_RELAXED);
+    s->in_full = 0;
+    xa_arena_large_free(c, s);
+}
+
+/* The slots are a tiny LRU: when all are taken, the block parked longest
+ * goes back to its arena, so blocks parked once (the huge blocks a
+ * program freed while building its heap) cannot keep a hot buffer out. */
+static void make_room(xa_heap *h)
+{
+    unsigned oldest = 0;
+    uint64_t oldest_ns = UINT64_MAX;
+    uintptr_t oldest_w = 0;
+    for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
+        uintptr_t w = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
+        if (!w)
+            return;
+        uint64_t t = __atomic_load_n(&h->large_cache_ns[i], __ATOMIC_RELAXED);
+        if (t < oldest_ns) {
+            oldest_ns = t;
+            oldest = i;
+            oldest_w = w;
+        }
+    }
+    slot_release(h, oldest, oldest_w);
 }
 
 /* Returns parked blocks older than decay_ms (all with force) to their
@@ -587,30 +662,14 @@ static bool large_cache_flush(xa_heap *h, uint64_t now, bool force)
     bool left = false;
     uint64_t decay_ns = (uint64_t)__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) * 1000000u;
     for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
-        uintptr_t p = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
-        if (!p)
+        uintptr_t w = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
+        if (!w)
             continue;
-        xa_chunk *c = xa_chunk_of((void *)p);
-        xa_slab *s = xa_run_of(c, (void *)p);
-        bool huge = s->kind == XA_RUN_HUGE;
-        uint64_t freed = huge ? __atomic_load_n(&c->freed_ns, __ATOMIC_RELAXED)
-                              : __atomic_load_n(&s->freed_ns, __ATOMIC_RELAXED);
-        if (!force && now - freed < decay_ns) {
+        if (!force && now - __atomic_load_n(&h->large_cache_ns[i], __ATOMIC_RELAXED) < decay_ns) {
             left = true;
             continue;
         }
-        if (atomic_exchange_explicit(&h->large_cache[i], 0, memory_order_acquire) != p)
-            continue;
-        if (huge) {
-            __atomic_fetch_sub(&h->huge_cached_bytes, c->map_size, __ATOMIC_RELAXED);
-            c->huge_ptr = (char *)p;
-            xa_huge_free(c);
-            continue;
-        }
-        __atomic_fetch_sub(&h->large_cached_bytes, (uint64_t)s->units << XA_UNIT_SHIFT,
-                           __ATOMIC_RELAXED);
-        s->in_full = 0;
-        xa_arena_large_free(c, s);
+        slot_release(h, i, w);
     }
     return left;
 }

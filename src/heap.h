@@ -36,9 +36,11 @@ typedef struct xa_heap {
     /* Freed large blocks kept for reuse (tcache); slots are taken with an
      * atomic exchange so the background thread can reclaim idle ones. */
     _Atomic uintptr_t large_cache[XA_LARGE_CACHE_SLOTS];
+    uint64_t large_cache_ns[XA_LARGE_CACHE_SLOTS]; /* atomic: when each was parked */
     uint64_t large_cached_bytes;   /* atomic: bytes of large blocks parked in the slots */
     uint64_t huge_cached_bytes;    /* atomic: bytes of huge mappings parked in the slots */
     uint64_t last_trim_ns;         /* last purge of big free blocks */
+    uint64_t park_noticed_ns;      /* coarse clock when a parked block last woke the purger */
     /* Blocks of other threads' slabs freed by this thread, reused by its
      * next allocations of the class (a pseudo-slab that becomes cur[] when
      * the real slabs run dry). reserved counts pushes, used pops. */

@@ -141,8 +141,15 @@ void *xa_os_remap_move(void *p, size_t old_size, size_t new_size, size_t align)
 
 void xa_os_name_range(void *p, size_t size, const char *name)
 {
+    /* Kernels built without CONFIG_ANON_VMA_NAME say EINVAL every time:
+     * stop asking, one system call saved on every mapping. */
+    static bool unsupported;
+    if (__atomic_load_n(&unsupported, __ATOMIC_RELAXED))
+        return;
     int saved = errno;
-    syscall(SYS_prctl, PR_SET_VMA, PR_SET_VMA_ANON_NAME, p, size, name);
+    if (syscall(SYS_prctl, PR_SET_VMA, PR_SET_VMA_ANON_NAME, p, size, name) != 0 &&
+        errno == EINVAL)
+        __atomic_store_n(&unsupported, true, __ATOMIC_RELAXED);
     errno = saved;
 }
 
