@@ -380,6 +380,7 @@ const xa_numa_topo *xa_numa_topo_current(void)
 
 static void read_online_once(void);
 static void libnuma_apply(bool slots_fixed);
+static void report_if_done(void);
 
 void xa_numa_boot(void)
 {
@@ -389,6 +390,7 @@ void xa_numa_boot(void)
     booted = true;
     if (topo.nonline <= 1 || xa_opt.numa == XA_NUMA_OFF) {
         xa_numa_install(&topo, xa_opt.numa);
+        report_if_done();
         return;
     }
     xa_numa_topo_read(&topo, "");
@@ -415,6 +417,7 @@ void xa_numa_boot(void)
             xa_message("numa: node %d is online but has no sysfs directory; "
                        "treated as a node without CPUs",
                        topo.online_node[i]);
+    report_if_done();
 }
 
 /* ---- libnuma, from the constructor ---- */
@@ -511,7 +514,22 @@ static void read_online_once(void)
     xa_numa_topo_read_online(&topo, "");
 }
 
-__attribute__((constructor)) static void numa_ctor(void)
+/* verbose:true prints the NUMA set-up once both halves have run (boot and
+ * the constructor, in either order), next to the configuration dump; on a
+ * machine with more than one node only (one node has nothing to say). */
+static int report_halves;
+
+static void report_if_done(void)
+{
+    if (__atomic_add_fetch(&report_halves, 1, __ATOMIC_ACQ_REL) != 2 || !xa_opt.verbose ||
+        topo.nonline <= 1)
+        return;
+    char buf[512];
+    xa_numa_describe(buf, sizeof buf);
+    xa_message("numa: %s", buf);
+}
+
+static void ctor_body(void)
 {
     if (!booted)
         read_online_once();
@@ -529,6 +547,12 @@ __attribute__((constructor)) static void numa_ctor(void)
     libnuma_ask();
     if (booted)
         libnuma_apply(true);
+}
+
+__attribute__((constructor)) static void numa_ctor(void)
+{
+    ctor_body();
+    report_if_done();
 }
 
 /* ---- current node ---- */

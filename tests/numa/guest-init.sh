@@ -54,6 +54,22 @@ if [ "$mode" = check ]; then
     run migrate env LD_PRELOAD=$LIB $X/numa_probe migrate
     # The probe installs the filter, then runs itself with the library.
     run unavailable env XA_PRELOAD_CHILD=$LIB $X/numa_probe unavailable
+    # What xalloc made of the topology (verbose:true), in a program that
+    # links libnuma itself, then under numactl --membind=1.
+    want_nodes=$(seq -s, 0 "$last")
+    [ "$nodes" -ge 3 ] && want_nodes="0-$last"
+    line=$(env LD_PRELOAD=$LIB XALLOC_CONF=verbose:true numactl --hardware 2>&1 >/dev/null | grep '^xalloc: numa:')
+    case "$line" in
+    *"on; arenas on nodes $want_nodes; allowed $want_nodes; online $want_nodes; libnuma available"*)
+        echo "CHECK topology_reported PASS $line" ;;
+    *) echo "CHECK topology_reported FAIL want nodes $want_nodes and libnuma available, got: ${line:-nothing}" ;;
+    esac
+    line=$(numactl --membind=1 env LD_PRELOAD=$LIB XALLOC_CONF=verbose:true numactl --show 2>&1 >/dev/null | grep '^xalloc: numa:')
+    case "$line" in
+    *"on (inactive); arenas on nodes 1; allowed 1; online $want_nodes"*)
+        echo "CHECK topology_membind_reported PASS $line" ;;
+    *) echo "CHECK topology_membind_reported FAIL want arenas and allowed node 1 only, got: ${line:-nothing}" ;;
+    esac
     # libnuma's own constructor allocates: numactl (linked with libnuma)
     # under the preload must print what it prints without it.
     # (free memory lines left out: they change from one run to the next)
