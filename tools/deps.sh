@@ -12,9 +12,11 @@ deb_check="check clang libclang-rt-14-dev groff-base jq util-linux binutils shel
   redis-server redis-tools sqlite3 git python3 perl gcc
   debhelper devscripts dpkg-dev lintian rpm rpmlint dnf createrepo-c
   systemd-container debootstrap prometheus prometheus-node-exporter
-  google-perftools libjemalloc-dev"
+  google-perftools libjemalloc-dev
+  libnuma1 libnuma-dev numactl qemu-system-x86 linux-image-amd64 busybox-static cpio"
 deb_bench="valgrind gnuplot-nox libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
-  redis-server redis-tools hyperfine"
+  redis-server redis-tools hyperfine
+  qemu-system-x86 linux-image-amd64 busybox-static numactl cpio"
 rpm_build="gcc make pkgconf-pkg-config glibc-devel libunwind-devel"
 # Build-Depends of debian/control plus the tools make deb runs.
 deb_deb="debhelper dpkg-dev lintian check pkgconf"
@@ -22,7 +24,7 @@ deb_deb="debhelper dpkg-dev lintian check pkgconf"
 deb_rpm="rpm rpmlint check pkgconf"
 rpm_rpm="rpm-build rpmlint check-devel systemd-rpm-macros"
 rpm_check="check-devel clang groff-base jq util-linux binutils redis sqlite git
-  python3 perl rpm-build gperftools jemalloc-devel"
+  python3 perl rpm-build gperftools jemalloc-devel numactl-libs numactl"
 
 case "$what" in
 build) deb="$deb_build"; rpm="$rpm_build" ;;
