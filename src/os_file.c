@@ -63,7 +63,7 @@ void xa_os_futex_wake_all(uint32_t *word)
 void xa_os_set_thread_name(const char *name)
 {
     int saved = errno;
-    syscall(SYS_prctl, PR_SET_NAME, name, 0, 0, 0);
+    syscall(SYS_prctl, PR_SET_NAME, name, 0UL, 0UL, 0UL);
     errno = saved;
 }
 
@@ -241,7 +241,7 @@ void *xa_os_map_file(int fd, size_t size, bool writable)
     int saved = errno;
     void *p = (void *)syscall(SYS_mmap, NULL, size,
                               PROT_READ | (writable ? PROT_WRITE : 0),
-                              MAP_SHARED, fd, 0);
+                              MAP_SHARED, fd, (long)0);
     errno = saved;
     return p == MAP_FAILED ? NULL : p;
 }

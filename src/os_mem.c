@@ -27,7 +27,7 @@
 
 static void *raw_mmap(void *hint, size_t size, int prot, int flags)
 {
-    void *p = (void *)syscall(SYS_mmap, hint, size, prot, flags, -1, 0);
+    void *p = (void *)syscall(SYS_mmap, hint, size, prot, flags, -1, (long)0);
     return p == MAP_FAILED ? NULL : p;
 }
 
@@ -132,7 +132,7 @@ int xa_os_remap_inplace(void *p, size_t old_size, size_t new_size)
     if (XA_FAULT_POINT(MREMAP))
         return ENOMEM;
     int saved = errno;
-    void *q = (void *)syscall(SYS_mremap, p, old_size, new_size, 0);
+    void *q = (void *)syscall(SYS_mremap, p, old_size, new_size, (unsigned long)0);
     int err = errno;
     errno = saved;
     if (q == MAP_FAILED)
@@ -151,7 +151,7 @@ void *xa_os_remap_move(void *p, size_t old_size, size_t new_size, size_t align)
     void *result = NULL;
     if (dst) {
         void *q = (void *)syscall(SYS_mremap, p, old_size, new_size,
-                                  MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+                                  (unsigned long)(MREMAP_MAYMOVE | MREMAP_FIXED), dst);
         if (q == MAP_FAILED)
             syscall(SYS_munmap, dst, new_size);
         else
@@ -169,7 +169,7 @@ void xa_os_name_range(void *p, size_t size, const char *name)
     if (__atomic_load_n(&unsupported, __ATOMIC_RELAXED))
         return;
     int saved = errno;
-    if (syscall(SYS_prctl, PR_SET_VMA, PR_SET_VMA_ANON_NAME, p, size, name) != 0 &&
+    if (syscall(SYS_prctl, PR_SET_VMA, (unsigned long)PR_SET_VMA_ANON_NAME, p, size, name) != 0 &&
         errno == EINVAL)
         __atomic_store_n(&unsupported, true, __ATOMIC_RELAXED);
     errno = saved;

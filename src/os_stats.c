@@ -113,7 +113,7 @@ int xa_os_stats_fchmod(int fd, unsigned mode)
  * the new fd, or fd itself when it cannot move. */
 static long move_fd(long fd, int min)
 {
-    long nfd = syscall(SYS_fcntl, (int)fd, F_DUPFD_CLOEXEC, min);
+    long nfd = syscall(SYS_fcntl, (int)fd, F_DUPFD_CLOEXEC, (unsigned long)min);
     if (nfd < 0)
         return fd;
     syscall(SYS_close, (int)fd);
@@ -172,7 +172,7 @@ void *xa_os_stats_map(int fd, size_t size, void *fixed)
 {
     int saved = errno;
     void *p = (void *)syscall(SYS_mmap, fixed, size, PROT_READ | PROT_WRITE,
-                              MAP_SHARED | (fixed ? MAP_FIXED : 0), fd, 0);
+                              MAP_SHARED | (fixed ? MAP_FIXED : 0), fd, (long)0);
     errno = saved;
     return p == MAP_FAILED ? NULL : p;
 }
