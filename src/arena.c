@@ -39,7 +39,7 @@ xa_arena *xa_arena_get(unsigned i)
         if (a) {
             xa_lock_init(&a->lock, XA_RANK_ARENA);
             a->index = i;
-            a->node = xa_numa_active ? (int)(i % (unsigned)xa_numa_nodes) : -1;
+            a->node = xa_numa_arena_slot(i);
             __atomic_store_n(&xa_arenas[i], a, __ATOMIC_RELEASE);
         }
     }
@@ -49,15 +49,16 @@ xa_arena *xa_arena_get(unsigned i)
 
 xa_arena *xa_arena_choose(void)
 {
+    return xa_arena_choose_on(xa_numa_current_node());
+}
+
+xa_arena *xa_arena_choose_on(int slot)
+{
     /* The arena with the fewest threads bound: spreads concurrent threads
      * evenly, and a thread that replaces one that exited lands where that
      * one's freed memory is, instead of growing a fresh arena
-     * (round robin would). Under NUMA, among the arenas of our node. */
-    unsigned first = 0, step = 1;
-    if (xa_numa_active && xa_narenas >= (unsigned)xa_numa_nodes) {
-        step = (unsigned)xa_numa_nodes;
-        first = (unsigned)xa_numa_current_node() % step;
-    }
+     * (round robin would). Under NUMA, among the arenas of the node. */
+    unsigned step, first = xa_numa_arenas_of_slot(slot, xa_narenas, &step);
     unsigned best = first;
     uint32_t best_threads = UINT32_MAX;
     for (unsigned i = first; i < xa_narenas; i += step) {

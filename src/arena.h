@@ -80,6 +80,8 @@ extern xa_arena *xa_arenas[XA_MAX_ARENAS];
 void xa_arena_boot(unsigned narenas);
 /* The arena a new thread is bound to (round robin, by node under NUMA). */
 xa_arena *xa_arena_choose(void);
+/* The same among the arenas of NUMA slot slot (a thread that moved). */
+xa_arena *xa_arena_choose_on(int slot);
 /* Arena i, created if needed; NULL if metadata memory ran out. */
 xa_arena *xa_arena_get(unsigned i);
 

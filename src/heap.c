@@ -3,6 +3,8 @@
  * Layer: above arena; calls init.c's thread entry on a thread's first use. */
 #include "heap.h"
 
+#include "numa.h"
+
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
@@ -282,6 +284,8 @@ void xa_heap_upkeep(xa_heap *h)
     xa_heap_hooks.tick(now);
 }
 
+static void heap_move(xa_heap *h, int slot);
+
 static void *malloc_slow(xa_heap *h, unsigned cls)
 {
     if (h == &xa_heap_empty) {
@@ -289,6 +293,13 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
         if (!h)
             return NULL;
         return xa_heap_malloc_small(h, xa_classes[cls].size);
+    }
+    /* The thread may have moved to another node since the last look (no
+     * call at all on a one-node machine). */
+    if (xa_numa_active) {
+        int slot = xa_numa_recheck(&h->numa);
+        if (slot >= 0 && slot != h->arena->node)
+            heap_move(h, slot);
     }
     drain_delayed(h);
     if ((++h->slow_count & 15) == 0)
@@ -442,7 +453,10 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
         (h->remote_trim_pending += s->block_size) > TRIM_ALLOWANCE &&
         !xa_chunk_of(s)->huge_advised)
         h->trimmed_bytes += trim_block(b, s->block_size, XA_PURGE_AT_FREE);
-    if (h != &xa_heap_empty && cls < XA_FOREIGN_CLASSES) {
+    /* Under NUMA only blocks of this heap's node are kept: a block of
+     * another node goes back to its owner, whose threads run there. */
+    if (h != &xa_heap_empty && cls < XA_FOREIGN_CLASSES &&
+        (!xa_numa_active || xa_chunk_of(b)->arena->node == h->arena->node)) {
         xa_slab *f = &h->foreign[cls];
         uint32_t n = f->reserved - f->used;
         if (n < foreign_limit(h, cls)) {
@@ -781,11 +795,18 @@ static void release_or_abandon(xa_slab *s)
     }
 }
 
-void xa_heap_thread_exit(xa_heap *h)
+/* The thread now runs on another node: its slabs go to their arena as at
+ * thread exit (their live blocks stay valid, later frees of them are
+ * remote frees), its caches are emptied, and it takes an arena of the new
+ * node, so its next blocks come from there. */
+/* Hands every slab and cached block of h back (thread exit, or a move to
+ * another node): live blocks stay valid, and later frees of them are
+ * remote frees. */
+static void heap_release_all(xa_heap *h)
 {
     foreign_flush(h);
     /* First stop all notifications (waiting out any in flight), so no
-     * other thread touches this heap once it is recycled. */
+     * other thread touches this heap once it is recycled or moved. */
     for (unsigned c = 0; c < XA_NCLASSES; c++)
         for (xa_slab *s = h->avail[c]; s; s = s->next)
             set_never_notify(s);
@@ -808,12 +829,45 @@ void xa_heap_thread_exit(xa_heap *h)
         s = next;
     }
     h->full = NULL;
-    __atomic_fetch_sub(&h->arena->nthreads, 1, __ATOMIC_RELAXED);
-    xa_lock_acquire(&heaps_lock);
+}
+
+/* Counters so far go to the heap's arena, as those of exited threads.
+ * Pre: heaps_lock held. */
+static void heap_retire_counters(xa_heap *h)
+{
     for (unsigned c = 0; c < XA_NCLASSES; c++) {
         h->arena->dead_nmalloc[c] += h->nmalloc[c];
         h->arena->dead_nfree[c] += h->nfree[c];
+        h->nmalloc[c] = h->nfree[c] = 0;
     }
+}
+
+/* The thread now runs on another node: it gives back what it holds of the
+ * old node and takes an arena of the new one, so its next blocks come from
+ * there. */
+static void heap_move(xa_heap *h, int slot)
+{
+    xa_arena *na = xa_arena_choose_on(slot); /* counts this thread in na */
+    if (!na)
+        return;
+    if (na == h->arena) {
+        __atomic_fetch_sub(&na->nthreads, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    heap_release_all(h);
+    xa_lock_acquire(&heaps_lock);
+    heap_retire_counters(h);
+    __atomic_fetch_sub(&h->arena->nthreads, 1, __ATOMIC_RELAXED);
+    h->arena = na;
+    xa_lock_release(&heaps_lock);
+}
+
+void xa_heap_thread_exit(xa_heap *h)
+{
+    heap_release_all(h);
+    __atomic_fetch_sub(&h->arena->nthreads, 1, __ATOMIC_RELAXED);
+    xa_lock_acquire(&heaps_lock);
+    heap_retire_counters(h);
     dead_nmalloc_big += h->nmalloc_big;
     dead_nfree_big += h->nfree_big;
     dead_nrealloc += h->nrealloc;

@@ -11,6 +11,7 @@
 #include "arena.h"
 #include "chunk.h"
 #include "chunkmap.h"
+#include "numa.h"
 #include "sizeclass.h"
 
 #define XA_LARGE_CACHE_SLOTS 4
@@ -48,6 +49,7 @@ typedef struct xa_heap {
     uint64_t trimmed_bytes;        /* bytes of free blocks purged (statistics) */
     uint64_t trim_pending;         /* big-class bytes freed since the last trim */
     uint64_t remote_trim_pending;  /* big blocks of others freed since the last upkeep */
+    xa_numa_thread numa;           /* node last seen by the slow path */
 } xa_heap;
 
 /* The heap layer reaches the layers above it only through these hooks,

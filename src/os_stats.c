@@ -122,6 +122,8 @@ static long move_fd(long fd, int min)
 
 int xa_os_stats_memfd(const char *name, size_t size, int min_fd, struct xa_os_stats_fileid *id)
 {
+    if (XA_FAULT_POINT(FILE))
+        return -ENOSPC;
     int saved = errno;
     /* MFD_NOEXEC_SEAL (Linux 6.3) is required where vm.memfd_noexec=2;
      * older kernels reject the unknown flag with EINVAL. */
