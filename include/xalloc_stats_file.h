@@ -1,14 +1,26 @@
 /* xalloc_stats_file.h: layout of the shared-memory statistics file that
- * each process publishes (/run/xalloc/<pid>, /dev/shm/xalloc.<pid> or
- * <stats_dir>/xalloc.<pid>) and xalloc-stat reads. Part of the statistics
+ * each process publishes and xalloc-stat reads. Part of the statistics
  * ABI, like xalloc_stats.h; readers need nothing else.
+ *
+ * Where it lives: an anonymous memory file (memfd) named
+ * XALLOC_STATS_FILE_MEMFD_NAME, sealed against resizing, held open by the
+ * process on a close-on-exec descriptor. It has no name in any directory,
+ * so it dies with the process however that ends (exit, _exit, exec, any
+ * signal). Readers open it as /proc/PID/fd/N, N being the descriptor whose
+ * link reads "/memfd:xalloc-stats (deleted)": the kernel lets only the
+ * process's user (if the process is dumpable) or root do that. Libraries
+ * before format 1.1 used named files (/run/xalloc/<pid>,
+ * /dev/shm/xalloc.<pid>, <stats_dir>/xalloc.<pid>); readers still accept
+ * them.
  *
  * The file is a header followed, at snapshot_offset, by one struct
  * xalloc_stats. The writer is the process (one publisher at a time); any
- * number of readers map the file read-only and copy under the sequence
- * lock (helpers below). The request area is written by a client opened
- * read-write (so, by the file's owner or root: the file is 0600) and served
- * by the process within one stats_interval_ms.
+ * number of readers copy under the sequence lock (helpers below). The
+ * request area is written by a client opened read-write and served by the
+ * process within one stats_interval_ms. The process treats everything it
+ * finds in the file as untrusted: it never reads back a size, offset or
+ * counter of its own, and validates every request (requests_ignored counts
+ * the ones it could not use).
  *
  * Compatibility: a reader accepts any file whose format major equals its
  * own; minor bumps only append fields inside reserved space. Sizes carried
@@ -24,8 +36,10 @@
 /* "XASTATS1" read as a little-endian u64. */
 #define XALLOC_STATS_FILE_MAGIC 0x3153544154534158ULL
 #define XALLOC_STATS_FILE_VERSION_MAJOR 1
-#define XALLOC_STATS_FILE_VERSION_MINOR 0
+#define XALLOC_STATS_FILE_VERSION_MINOR 1
 #define XALLOC_STATS_FILE_MAX_CONFIG 48
+#define XALLOC_STATS_FILE_MEMFD_NAME "xalloc-stats" /* memfd_create() name (1.1) */
+/* Before 1.1: named files. */
 #define XALLOC_STATS_FILE_PREFIX "xalloc."  /* /dev/shm and stats_dir names */
 #define XALLOC_STATS_FILE_RUN_DIR "/run/xalloc"  /* files named <pid> there */
 #define XALLOC_STATS_FILE_SHM_DIR "/dev/shm"
@@ -94,7 +108,9 @@ struct xalloc_stats_file_header {
     uint64_t interval_ms;     /* stats_interval_ms in effect */
     uint32_t config_count;
     uint32_t flags;           /* XALLOC_STATS_FILE_F_* */
-    uint64_t reserved1[8];
+    uint64_t requests_served;  /* (1.1) requests acted on */
+    uint64_t requests_ignored; /* (1.1) not acted on: unknown, malformed, refused */
+    uint64_t reserved1[6];
     struct xalloc_stats_file_config config[XALLOC_STATS_FILE_MAX_CONFIG];
 
     /* Not under the sequence lock. */

@@ -112,7 +112,9 @@ pkg_export = rm -rf $(1) && mkdir -p $(1) && \
 	fi | tar --null --ignore-failed-read -T - -cf - 2>/dev/null | tar -xf - -C $(1)
 
 ## deb: build libxalloc1, libxalloc-dev, xalloc-tools into build/deb/ and run lintian
+## (installs the build dependencies as root, else prints the apt-get command)
 deb:
+	@tools/deps.sh deb
 	@v=$$(dpkg-parsechangelog -l debian/changelog -S Version); \
 	  test "$${v%%-*}" = "$(VERSION)" || { echo "deb: debian/changelog says $$v, include/xalloc.h says $(VERSION)" >&2; exit 1; }
 	rm -rf $(PKG_BUILD)/deb
@@ -130,7 +132,9 @@ deb-symbols: lib
 	  rm -rf $$tmp
 
 ## rpm: build xalloc, xalloc-devel, xalloc-tools into build/rpm/RPMS and run rpmlint
+## (installs the build dependencies as root, else prints the command)
 rpm:
+	@tools/deps.sh rpm
 	@v=$$(sed -n 's/^Version:[[:space:]]*//p' rpm/xalloc.spec); \
 	  test "$$v" = "$(VERSION)" || { echo "rpm: rpm/xalloc.spec says $$v, include/xalloc.h says $(VERSION)" >&2; exit 1; }
 	rm -rf $(PKG_BUILD)/rpm

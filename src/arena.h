@@ -29,11 +29,12 @@ enum xa_purge_path {
 };
 
 /* Dirty memory an arena may hold before frees purge it at once: at least
- * this many units (8 MiB, so a hot block of up to 8 MiB freed and taken
- * again stays resident), or an eighth of what is in use. Above it, the
+ * this many units (4 MiB: hot blocks freed and taken again stay resident;
+ * the hottest, up to 8 MiB, are parked in the thread's own slots and do
+ * not count here), or an eighth of what is in use. Above it, the
  * oldest dirty runs are purged down to half the allowance, so one purge
  * covers many frees. */
-#define XA_DIRTY_FLOOR_UNITS 128u
+#define XA_DIRTY_FLOOR_UNITS 64u
 
 typedef struct xa_arena {
     xa_lock lock;

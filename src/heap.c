@@ -201,7 +201,7 @@ static void drain_delayed(xa_heap *h)
  * are purged (trim_free_blocks): frees of such blocks take the slow path
  * (XA_SLAB_TRIM) and count here, so a mass free returns memory as it goes,
  * a purge covering many blocks. */
-#define TRIM_ALLOWANCE ((uint64_t)8 << 20)
+#define TRIM_ALLOWANCE ((uint64_t)2 << 20)
 #define TRIM_MARK 0x7472696d6d656421ULL /* "trimmed!" */
 
 static inline uintptr_t trim_mark(const xa_block *b)
@@ -361,6 +361,17 @@ void xa_heap_double_free_check(xa_slab *s, xa_block *b)
             xa_fatal("free(): double free of %p (%u-byte block)", (void *)b, s->block_size);
 }
 
+/* A remote thread that handed a block of s to this heap (push_remote,
+ * NOTIFY path) still writes s->thread_free once after the hand-off: an
+ * empty slab must not go back to the arena (and be reused) before that
+ * write. No new hand-off can start: no block of s is live. */
+static void wait_notifying(xa_slab *s)
+{
+    while ((atomic_load_explicit(&s->thread_free, memory_order_acquire) & XA_TF_MASK) ==
+           XA_TF_NOTIFYING)
+        sched_yield();
+}
+
 void xa_heap_free_local_slow(xa_heap *h, xa_slab *s)
 {
     if (s->in_full & XA_SLAB_IN_FULL)
@@ -373,6 +384,7 @@ void xa_heap_free_local_slow(xa_heap *h, xa_slab *s)
         /* Empty and not current: back to the arena, where it coalesces
          * and, once decayed, is returned to the OS. */
         avail_remove(h, s);
+        wait_notifying(s);
         xa_arena_slab_free(xa_chunk_of(s), s);
         xa_heap_notice_dirty();
     }
@@ -829,6 +841,7 @@ size_t xa_heap_collect(xa_heap *h)
             xa_slab_collect(s);
             if (s->used == 0) {
                 avail_remove(h, s);
+                wait_notifying(s);
                 xa_arena_slab_free(xa_chunk_of(s), s);
             }
             s = next;

@@ -59,9 +59,53 @@ int xa_test_mallopt(int param, int value);
 static size_t fast_small_max = XA_SMALL_MAX;
 static bool junk;
 
+/* A junk-mode block keeps a redzone in its slack (usable size beyond the
+ * request): canary bytes, then a tag in the last 8 bytes holding the
+ * request size and a check word derived from the address and the process
+ * secret. free() verifies it, so a write past the end is reported. Blocks
+ * without 9 bytes of slack (exact fits, aligned allocations) carry none. */
+#define JUNK_CANARY 0xc5
+static size_t block_usable(const char *fn, xa_chunk *c, void *p);
+
+static uint64_t junk_tag(const void *p, size_t size)
+{
+    uint64_t h = ((uint64_t)size ^ (uintptr_t)p ^ xa_heap_secret) * 0x9e3779b97f4a7c15ULL;
+    return (uint64_t)size | (h & 0xffffffff00000000ULL);
+}
+
+/* Request size the tag of block p records, or SIZE_MAX when it has none. */
+static size_t junk_request(void *p, size_t usable)
+{
+    uint64_t tag;
+    if (usable < 9)
+        return SIZE_MAX;
+    memcpy(&tag, (char *)p + usable - 8, 8);
+    size_t size = (size_t)(tag & 0xffffffffu);
+    return size + 8 < usable && junk_tag(p, size) == tag ? size : SIZE_MAX;
+}
+
 static void junk_fill_new(void *p, size_t size)
 {
     memset(p, 0xa5, size);
+    size_t usable = block_usable("malloc", xa_chunkmap_lookup(p), p);
+    if (size >> 32 || usable - size < 9)
+        return;
+    uint64_t tag = junk_tag(p, size);
+    memset((char *)p + size, JUNK_CANARY, usable - 8 - size);
+    memcpy((char *)p + usable - 8, &tag, 8);
+}
+
+/* Pre: junk mode, p a valid block of usable bytes. */
+static void junk_check_free(void *p, size_t usable)
+{
+    size_t size = junk_request(p, usable);
+    if (size == SIZE_MAX)
+        return;
+    const unsigned char *z = (const unsigned char *)p + size;
+    for (size_t i = 0; i < usable - 8 - size; i++)
+        if (z[i] != JUNK_CANARY)
+            xa_fatal("free(): heap overflow: %p (%zu-byte request) written at offset %zu",
+                     p, size, size + i);
 }
 
 /* ---- helpers ---- */
@@ -210,7 +254,9 @@ static XA_NOINLINE void free_slow(xa_chunk *c, void *p)
 static XA_NOINLINE void free_generic(xa_chunk *c, void *p)
 {
     xa_heap *h = xa_tls_heap;
-    block_usable("free", c, p);
+    size_t usable = block_usable("free", c, p);
+    if (junk)
+        junk_check_free(p, usable);
     xa_slab *s = run_or_huge(c, p);
     switch (s->kind) {
     case XA_RUN_SMALL:
@@ -287,6 +333,27 @@ XA_FAST_PATH void free_inline(void *p)
     free_other(p);
 }
 
+/* realloc in junk mode: always a new block, so the redzone follows the
+ * new request (an in-place resize would leave the old one behind). */
+static XA_NOINLINE void *junk_realloc(void *p, size_t size)
+{
+    xa_chunk *c = xa_chunkmap_lookup(p);
+    if (!c)
+        invalid_pointer("realloc", p);
+    xa_slab *s = run_or_huge(c, p);
+    if (s->kind == XA_RUN_SMALL && s->heap == xa_tls_heap && xa_slab_link_suspect(s, p))
+        xa_heap_double_free_check(s, p); /* realloc of a freed block */
+    size_t old = junk_request(p, block_usable("realloc", c, p));
+    if (old == SIZE_MAX)
+        old = block_usable("realloc", c, p);
+    void *q = malloc_other(size);
+    if (!q)
+        return NULL;
+    memcpy(q, p, old < size ? old : size);
+    free_inline(p);
+    return q;
+}
+
 /* ---- aligned allocation ---- */
 
 static void *aligned_impl(size_t align, size_t size);
@@ -326,6 +393,9 @@ static size_t round_pow2(size_t a)
         return 1;
     return (size_t)1 << (64 - __builtin_clzl(a - 1));
 }
+
+/* Growth by realloc past this size moves a block to a large run. */
+#define REALLOC_RUN_MIN ((size_t)XA_TRIM_MIN_BLOCK)
 
 /* ---- the API ---- */
 
@@ -403,6 +473,8 @@ static void *realloc_impl(void *p, size_t size)
         free_inline(p);
         return NULL;
     }
+    if (xa_unlikely(junk))
+        return junk_realloc(p, size);
     xa_heap *h = xa_tls_heap;
     if (h != &xa_heap_empty)
         h->nrealloc++;
@@ -422,19 +494,34 @@ static void *realloc_impl(void *p, size_t size)
     }
     size_t old = block_usable("realloc", c, p);
     xa_slab *s = run_or_huge(c, p);
+    /* A buffer that grows past REALLOC_RUN_MIN becomes a large block (a
+     * run of 64 KiB units), which then grows in place into free
+     * neighbouring units, and past XA_LARGE_MAX a huge one, which grows
+     * with mremap: a growing buffer does not leave a block behind in every
+     * size class it passes through. */
+    bool grow_as_run = size > old && size > REALLOC_RUN_MIN && size <= XA_LARGE_MAX;
     if (s->kind == XA_RUN_SMALL) {
         /* Same block while the new size still uses at least half of it. */
         if (size <= old && size > old / 2)
             return p;
     } else if (s->kind == XA_RUN_LARGE) {
-        if (size > XA_SMALL_MAX && size <= XA_LARGE_MAX && xa_arena_large_resize(c, s, size))
-            return p;
+        if (size > REALLOC_RUN_MIN && size <= XA_LARGE_MAX) {
+            if (((size + XA_UNIT_SIZE - 1) >> XA_UNIT_SHIFT) == s->units) {
+                /* Same run: only the requested size changes (no lock). */
+                __atomic_fetch_add(&c->arena->requested_big, size - s->large_size,
+                                   __ATOMIC_RELAXED);
+                s->large_size = size;
+                return p;
+            }
+            if (xa_arena_large_resize(c, s, size))
+                return p;
+        }
     } else if (size > XA_LARGE_MAX && size <= (size_t)PTRDIFF_MAX) {
         void *q = xa_huge_realloc(c, size);
         if (q)
             return q;
     }
-    void *q = malloc_inline(size);
+    void *q = grow_as_run && h != &xa_heap_empty ? malloc_big(size, 0, false) : malloc_inline(size);
     if (!q)
         return NULL;
     memcpy(q, p, old < size ? old : size);
@@ -509,7 +596,10 @@ XA_API size_t API(malloc_usable_size)(void *p)
             return 0;
         invalid_pointer("malloc_usable_size", p);
     }
-    return block_usable("malloc_usable_size", c, p);
+    size_t usable = block_usable("malloc_usable_size", c, p);
+    if (xa_unlikely(junk) && junk_request(p, usable) != SIZE_MAX)
+        return junk_request(p, usable); /* the redzone is not the program's */
+    return usable;
 }
 
 XA_API size_t xalloc_purge(void)

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "os_fault.h"
 
 extern char **environ;
 
@@ -62,7 +63,7 @@ void xa_os_futex_wake_all(uint32_t *word)
 void xa_os_set_thread_name(const char *name)
 {
     int saved = errno;
-    syscall(SYS_prctl, PR_SET_NAME, name, 0, 0, 0);
+    syscall(SYS_prctl, PR_SET_NAME, name, 0UL, 0UL, 0UL);
     errno = saved;
 }
 
@@ -148,6 +149,8 @@ const char *xa_os_exe_name(char *buf, size_t len)
 
 static int open_flags(const char *path, int flags, unsigned mode)
 {
+    if (XA_FAULT_POINT(FILE))
+        return -EMFILE;
     int saved = errno;
     long fd = syscall(SYS_openat, AT_FDCWD, path, flags | O_CLOEXEC, mode);
     int err = errno;
@@ -173,6 +176,8 @@ int xa_os_open_rdwr(const char *path)
 
 ssize_t xa_os_read(int fd, void *buf, size_t len)
 {
+    if (XA_FAULT_POINT(FILE))
+        return -EIO;
     int saved = errno;
     size_t done = 0;
     while (done < len) {
@@ -220,6 +225,8 @@ void xa_os_close(int fd)
 
 int xa_os_ftruncate(int fd, size_t size)
 {
+    if (XA_FAULT_POINT(FILE))
+        return ENOSPC;
     int saved = errno;
     long rc = syscall(SYS_ftruncate, fd, (off_t)size);
     int err = errno;
@@ -229,10 +236,12 @@ int xa_os_ftruncate(int fd, size_t size)
 
 void *xa_os_map_file(int fd, size_t size, bool writable)
 {
+    if (XA_FAULT_POINT(MMAP))
+        return NULL;
     int saved = errno;
     void *p = (void *)syscall(SYS_mmap, NULL, size,
                               PROT_READ | (writable ? PROT_WRITE : 0),
-                              MAP_SHARED, fd, 0);
+                              MAP_SHARED, fd, (long)0);
     errno = saved;
     return p == MAP_FAILED ? NULL : p;
 }
@@ -248,6 +257,8 @@ int xa_os_unlink(const char *path)
 
 int xa_os_dir_writable(const char *path)
 {
+    if (XA_FAULT_POINT(FILE))
+        return EACCES;
     int saved = errno;
     struct stat st;
     long rc = syscall(SYS_newfstatat, AT_FDCWD, path, &st, 0);

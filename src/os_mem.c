@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "os_fault.h"
 
 #ifndef PR_SET_VMA
 #define PR_SET_VMA 0x53564d41
@@ -26,12 +27,14 @@
 
 static void *raw_mmap(void *hint, size_t size, int prot, int flags)
 {
-    void *p = (void *)syscall(SYS_mmap, hint, size, prot, flags, -1, 0);
+    void *p = (void *)syscall(SYS_mmap, hint, size, prot, flags, -1, (long)0);
     return p == MAP_FAILED ? NULL : p;
 }
 
 void *xa_os_map_aligned(size_t size, size_t align)
 {
+    if (XA_FAULT_POINT(MMAP))
+        return NULL;
     int saved = errno;
     void *result = NULL;
     /* Try the plain mapping first: the kernel often hands out aligned
@@ -64,16 +67,31 @@ out:
     return result;
 }
 
+/* ThreadSanitizer builds (make check-sanitize) unmap through libc, which
+ * TSan intercepts: it then forgets the range, and a later mapping at the
+ * same address is not reported as racing with the old one. */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define XA_OS_TSAN 1
+#endif
+#endif
+
 void xa_os_unmap(void *p, size_t size)
 {
     int saved = errno;
+#ifdef XA_OS_TSAN
+    munmap(p, size);
+#else
     syscall(SYS_munmap, p, size);
+#endif
     errno = saved;
 }
 
 /* madvise without touching the caller's errno; returns 0 or the errno. */
 static int advise(void *p, size_t size, int advice)
 {
+    if (XA_FAULT_POINT(MADVISE))
+        return ENOMEM;
     int saved = errno;
     long rc = syscall(SYS_madvise, p, size, advice);
     int err = errno;
@@ -111,8 +129,10 @@ int xa_os_collapse_hugepage(void *p, size_t size)
 
 int xa_os_remap_inplace(void *p, size_t old_size, size_t new_size)
 {
+    if (XA_FAULT_POINT(MREMAP))
+        return ENOMEM;
     int saved = errno;
-    void *q = (void *)syscall(SYS_mremap, p, old_size, new_size, 0);
+    void *q = (void *)syscall(SYS_mremap, p, old_size, new_size, (unsigned long)0);
     int err = errno;
     errno = saved;
     if (q == MAP_FAILED)
@@ -122,6 +142,8 @@ int xa_os_remap_inplace(void *p, size_t old_size, size_t new_size)
 
 void *xa_os_remap_move(void *p, size_t old_size, size_t new_size, size_t align)
 {
+    if (XA_FAULT_POINT(MREMAP))
+        return NULL;
     int saved = errno;
     /* Reserve an aligned destination, then move the pages onto it: the
      * chunk map indexes 2 MiB regions, so huge blocks stay aligned. */
@@ -129,7 +151,7 @@ void *xa_os_remap_move(void *p, size_t old_size, size_t new_size, size_t align)
     void *result = NULL;
     if (dst) {
         void *q = (void *)syscall(SYS_mremap, p, old_size, new_size,
-                                  MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+                                  (unsigned long)(MREMAP_MAYMOVE | MREMAP_FIXED), dst);
         if (q == MAP_FAILED)
             syscall(SYS_munmap, dst, new_size);
         else
@@ -147,7 +169,7 @@ void xa_os_name_range(void *p, size_t size, const char *name)
     if (__atomic_load_n(&unsupported, __ATOMIC_RELAXED))
         return;
     int saved = errno;
-    if (syscall(SYS_prctl, PR_SET_VMA, PR_SET_VMA_ANON_NAME, p, size, name) != 0 &&
+    if (syscall(SYS_prctl, PR_SET_VMA, (unsigned long)PR_SET_VMA_ANON_NAME, p, size, name) != 0 &&
         errno == EINVAL)
         __atomic_store_n(&unsupported, true, __ATOMIC_RELAXED);
     errno = saved;
@@ -155,6 +177,8 @@ void xa_os_name_range(void *p, size_t size, const char *name)
 
 int xa_os_bind_node(void *p, size_t size, int node)
 {
+    if (XA_FAULT_POINT(MBIND))
+        return EIO;
     if (node < 0 || node >= 1024)
         return EINVAL;
     unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {0};
@@ -171,6 +195,8 @@ int xa_os_bind_node(void *p, size_t size, int node)
 int xa_os_interleave(void *p, size_t size, const unsigned long *nodemask,
                      unsigned long maxnode)
 {
+    if (XA_FAULT_POINT(MBIND))
+        return EIO;
     int saved = errno;
     long rc = syscall(SYS_mbind, p, size, MPOL_INTERLEAVE, nodemask, maxnode, 0);
     int err = errno;

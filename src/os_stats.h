@@ -5,6 +5,8 @@
 #ifndef XA_OS_STATS_H
 #define XA_OS_STATS_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Starts a detached thread running fn(arg) with every signal blocked (so
@@ -24,5 +26,32 @@ uint64_t xa_os_stats_pidns_ino(void);
 
 /* Sets the permission bits of an open file, whatever the umask did. */
 int xa_os_stats_fchmod(int fd, unsigned mode);
+
+/* ---- the statistics memory file ---- */
+
+/* Identity of an open file, to tell whether a descriptor number still
+ * refers to it (a program may close or dup2 over any descriptor). */
+struct xa_os_stats_fileid {
+    uint64_t dev;
+    uint64_t ino;
+};
+
+/* Creates the statistics memory file: an anonymous memfd called name
+ * (shown as "/memfd:NAME (deleted)" in /proc/PID/fd and maps), close-on-exec,
+ * not executable, size bytes of zeros, mode 0600, and sealed so that nobody
+ * (the process included) can shrink or grow it: a client that truncated a
+ * mapped file would otherwise kill the process with SIGBUS. The descriptor
+ * is moved to min_fd or above when RLIMIT_NOFILE allows, and never lies in
+ * 0..2 (a daemon that closed its standard streams expects to get them back
+ * from its next open). Returns fd >= 0 and its identity in id, or -errno. */
+int xa_os_stats_memfd(const char *name, size_t size, int min_fd, struct xa_os_stats_fileid *id);
+
+/* True if fd is open and is the file id (same device and inode). */
+bool xa_os_stats_fd_is(int fd, const struct xa_os_stats_fileid *id);
+
+/* Maps size bytes of fd shared read-write, at fixed (MAP_FIXED: replacing
+ * what is there, atomically) or anywhere when fixed is NULL. NULL on
+ * failure. */
+void *xa_os_stats_map(int fd, size_t size, void *fixed);
 
 #endif /* XA_OS_STATS_H */

@@ -1,6 +1,15 @@
 /* stats.c: publishes the process's statistics in a shared-memory file for
- * xalloc-stat, serves the file's request area (purge, set), and implements
- * xalloc_stats_get() and xalloc_stats_print(). Side module (stats).
+ * xalloc-stat, serves the file's request area (purge, set, dump), and
+ * implements xalloc_stats_get() and xalloc_stats_print(). Side module
+ * (stats).
+ *
+ * The file is a sealed memfd (os_stats.c), so it dies with the process;
+ * see src/README.md, "Statistics file". Anyone who can open it can write
+ * it, so the process never trusts what it reads back: the layout (sizes,
+ * offsets), the sequence number and the counters are private copies here,
+ * the constant header is rewritten at every publication, and a request is
+ * copied out, validated and answered without any size or pointer taken
+ * from the file.
  *
  * Calls: xa_stats_collect (core), xalloc_purge / xalloc_config_set (api,
  * config), xa_config_option_* (config), os, os_stats, util, stats_report.
@@ -44,8 +53,21 @@ enum stats_mode {
     STATS_BOOTED = 1, /* file not made yet (first tick pending) */
     STATS_OPEN = 2,   /* file published */
     STATS_FAILED = 3, /* no file could be made; ticks stay cheap */
-    STATS_CLOSED = 4, /* removed at exit */
+    STATS_CLOSED = 4, /* closed at exit */
 };
+
+/* Our own copy of the layout: nothing of it is read from the file. */
+#define STATS_SNAPSHOT_OFFSET XA_ALIGN_UP(sizeof(struct xalloc_stats_file_header), 64)
+#define STATS_FILE_SIZE XA_ALIGN_UP(STATS_SNAPSHOT_OFFSET + sizeof(struct xalloc_stats), XA_OS_PAGE)
+#define STATS_IDENT_SIZE offsetof(struct xalloc_stats_file_header, seq)
+
+/* The descriptor is moved up here, out of the way of programs that expect
+ * small numbers (dup2 onto 3, closing 3..N before exec of a helper). */
+#define STATS_MIN_FD 100
+
+/* Least time between two requests served: a client that rewrites the
+ * request area in a loop gets at most this rate of work out of us. */
+#define STATS_REQUEST_GAP_NS 1000000u
 
 /* What one publication copies: the snapshot and the configuration, built
  * outside the sequence lock so the odd window is a memcpy. */
@@ -60,15 +82,24 @@ static struct {
     int busy;            /* atomic try-lock: the single publisher */
     int mode;            /* enum stats_mode, written under busy */
     int booted;          /* xa_stats_boot ran: the allocator is usable */
-    int fork_pending;    /* a fork child that has not made its file yet */
     int thread_running;  /* atomic */
     int thread_failed;   /* do not retry pthread_create on every tick */
     pid_t pid;           /* the process that owns the file */
-    struct xalloc_stats_file_header *map;
-    size_t map_size;
+    int fd;              /* the memfd, -1 when none */
+    struct xa_os_stats_fileid id; /* what fd must still be */
+    struct xalloc_stats_file_header *map; /* STATS_FILE_SIZE bytes */
     struct stats_scratch *scratch;
-    char path[320];
-} st;
+    uint64_t seq;        /* private sequence number (even when idle) */
+    uint64_t publish_count;
+    uint64_t served, ignored; /* requests acted on / not */
+    uint64_t last_request_ns;
+    /* The constant part of the header, rewritten at every publication so
+     * that a scribbled file heals itself. */
+    union {
+        struct xalloc_stats_file_header h;
+        char bytes[sizeof(struct xalloc_stats_file_header)];
+    } *ident;
+} st = {.fd = -1};
 
 /* ---- helpers ---- */
 
@@ -184,69 +215,14 @@ static uint32_t fill_config(struct xalloc_stats_file_config *cfg)
 
 /* ---- the file ---- */
 
-/* Makes path exclusively. An existing entry is unlinked once and the
- * create retried: it is ours (a previous image of this pid after exec, or a
- * dead process's file whose pid we now have), and since the create never
- * follows a link, a planted symlink is removed, never written through. */
-static int create_at(const char *path)
+static void fill_ident(struct xalloc_stats_file_header *h, pid_t pid, uint64_t now)
 {
-    int fd = xa_os_open_create_excl(path, 0600);
-    if (fd == -EEXIST && xa_os_unlink(path) == 0)
-        fd = xa_os_open_create_excl(path, 0600);
-    return fd;
-}
-
-static int create_file(pid_t pid)
-{
-    if (xa_opt.stats_dir[0]) {
-        xa_snprintf(st.path, sizeof st.path, "%s/" XALLOC_STATS_FILE_PREFIX "%d",
-                    xa_opt.stats_dir, (int)pid);
-        return create_at(st.path);
-    }
-    if (xa_os_dir_writable(XALLOC_STATS_FILE_RUN_DIR) == 0) {
-        xa_snprintf(st.path, sizeof st.path, XALLOC_STATS_FILE_RUN_DIR "/%d", (int)pid);
-        int fd = create_at(st.path);
-        if (fd >= 0)
-            return fd;
-    }
-    xa_snprintf(st.path, sizeof st.path,
-                XALLOC_STATS_FILE_SHM_DIR "/" XALLOC_STATS_FILE_PREFIX "%d", (int)pid);
-    return create_at(st.path);
-}
-
-static bool open_file(uint64_t now)
-{
-    pid_t pid = xa_os_getpid();
-    size_t off = XA_ALIGN_UP(sizeof(struct xalloc_stats_file_header), 64);
-    size_t size = XA_ALIGN_UP(off + sizeof(struct xalloc_stats), XA_OS_PAGE);
-
-    if (!st.scratch) {
-        st.scratch = map_scratch(sizeof *st.scratch);
-        if (!st.scratch)
-            return false;
-    }
-    int fd = create_file(pid);
-    if (fd < 0) {
-        if (xa_opt.verbose)
-            xa_message("stats: cannot create %s (error %d); no live statistics",
-                       st.path, -fd);
-        return false;
-    }
-    struct xalloc_stats_file_header *h = NULL;
-    if (xa_os_stats_fchmod(fd, 0600) == 0 && xa_os_ftruncate(fd, size) == 0)
-        h = xa_os_map_file(fd, size, true);
-    xa_os_close(fd);
-    if (!h) {
-        xa_os_unlink(st.path);
-        return false;
-    }
-    /* The file is fresh (zero-filled): only non-zero fields are written.
-     * seq stays 0 until the first publication, which readers wait for. */
+    h->magic = XALLOC_STATS_FILE_MAGIC;
     h->version_major = XALLOC_STATS_FILE_VERSION_MAJOR;
     h->version_minor = XALLOC_STATS_FILE_VERSION_MINOR;
     h->header_size = (uint32_t)sizeof *h;
-    h->file_size = size;
-    h->snapshot_offset = off;
+    h->file_size = STATS_FILE_SIZE;
+    h->snapshot_offset = STATS_SNAPSHOT_OFFSET;
     h->snapshot_size = sizeof(struct xalloc_stats);
     h->pid = (int32_t)pid;
     h->uid = (uint32_t)xa_os_geteuid();
@@ -255,46 +231,139 @@ static bool open_file(uint64_t now)
     h->start_mono_ns = now;
     program_name(h->program, sizeof h->program);
     xa_strlcpy(h->library_version, STATS_LIB_VERSION, sizeof h->library_version);
-    /* Magic last: a reader that sees it sees a complete header. */
-    __atomic_store_n(&h->magic, XALLOC_STATS_FILE_MAGIC, __ATOMIC_RELEASE);
+}
+
+/* Writes the constant header from our copy; magic last, so a reader that
+ * sees it sees a complete header. */
+static void write_ident(struct xalloc_stats_file_header *h)
+{
+    const struct xalloc_stats_file_header *c = &st.ident->h;
+    __atomic_store_n(&h->magic, 0, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __builtin_memcpy((char *)h + sizeof h->magic, (const char *)c + sizeof c->magic,
+                     STATS_IDENT_SIZE - sizeof h->magic);
+    __atomic_store_n(&h->magic, c->magic, __ATOMIC_RELEASE);
+}
+
+static bool open_file(uint64_t now)
+{
+    st.served = st.ignored = 0;
+    pid_t pid = xa_os_getpid();
+    if (!st.scratch) {
+        st.scratch = map_scratch(sizeof *st.scratch);
+        if (!st.scratch)
+            return false;
+    }
+    if (!st.ident) {
+        st.ident = map_scratch(sizeof *st.ident);
+        if (!st.ident)
+            return false;
+    }
+    int fd = xa_os_stats_memfd(XALLOC_STATS_FILE_MEMFD_NAME, STATS_FILE_SIZE, STATS_MIN_FD, &st.id);
+    if (fd < 0) {
+        if (xa_opt.verbose)
+            xa_message("stats: cannot create the statistics memory file (error %d); "
+                       "no live statistics", -fd);
+        return false;
+    }
+    struct xalloc_stats_file_header *h = xa_os_stats_map(fd, STATS_FILE_SIZE, NULL);
+    if (!h) {
+        xa_os_close(fd);
+        if (xa_opt.verbose)
+            xa_message("stats: cannot map the statistics memory file; no live statistics");
+        return false;
+    }
+    fill_ident(&st.ident->h, pid, now);
+    /* The file is fresh (zero-filled). seq stays 0 until the first
+     * publication, which readers wait for. */
+    write_ident(h);
+    st.seq = 0;
+    st.publish_count = 0;
+    st.fd = fd;
     st.map = h;
-    st.map_size = size;
     st.pid = pid;
     return true;
+}
+
+/* The program may have closed our descriptor (daemons close 3..N; a dup2
+ * may land on it): readers could no longer find the file. Make a new one
+ * and put it in place of the old mapping, at the same address, so the
+ * serving thread's pointer stays valid. The old descriptor number is not
+ * ours any more and is left alone. Pre: busy held, st.map valid. */
+static void check_fd(void)
+{
+    if (xa_os_stats_fd_is(st.fd, &st.id))
+        return;
+    struct xa_os_stats_fileid id;
+    int fd = xa_os_stats_memfd(XALLOC_STATS_FILE_MEMFD_NAME, STATS_FILE_SIZE, STATS_MIN_FD, &id);
+    if (fd < 0)
+        return; /* keep publishing into the old mapping; retried next time */
+    void *tmp = xa_os_stats_map(fd, STATS_FILE_SIZE, NULL);
+    if (tmp) {
+        __builtin_memcpy(tmp, st.map, STATS_FILE_SIZE);
+        if (xa_os_stats_map(fd, STATS_FILE_SIZE, st.map)) {
+            st.fd = fd;
+            st.id = id;
+            fd = -1;
+        }
+        xa_os_unmap(tmp, STATS_FILE_SIZE);
+    }
+    if (fd >= 0)
+        xa_os_close(fd);
 }
 
 /* Pre: busy held, st.map valid. */
 static void publish(uint64_t now)
 {
+    check_fd();
     struct xalloc_stats_file_header *h = st.map;
     struct stats_scratch *sc = st.scratch;
     fill_stats(&sc->stats, now);
     sc->config_count = fill_config(sc->config);
 
-    xalloc_stats_file_write_begin(h);
-    __builtin_memcpy(xalloc_stats_file_snapshot(h), &sc->stats, sizeof sc->stats);
+    write_ident(h);
+    /* The sequence lock, from our own counter: the file's seq may have
+     * been scribbled on, and a reader only needs to see it change. */
+    __atomic_store_n(&h->seq, ++st.seq | 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __builtin_memcpy((char *)h + STATS_SNAPSHOT_OFFSET, &sc->stats, sizeof sc->stats);
     __builtin_memcpy(h->config, sc->config, sizeof sc->config);
     h->config_count = sc->config_count;
-    h->publish_count++;
+    h->publish_count = ++st.publish_count;
     h->publish_mono_ns = now;
     h->interval_ms = (uint64_t)xa_opt.stats_interval_ms;
     h->flags = __atomic_load_n(&st.thread_running, __ATOMIC_RELAXED) ? XALLOC_STATS_FILE_F_THREAD : 0;
-    xalloc_stats_file_write_end(h);
+    h->requests_served = st.served;
+    h->requests_ignored = st.ignored;
+    st.seq = (st.seq | 1) + 1;
+    __atomic_store_n(&h->seq, st.seq, __ATOMIC_RELEASE);
     set_next_due(now + interval_ns());
 }
 
 int (*xa_stats_dump_hook)(char *msg, unsigned long cap);
 
+/* True if arg is a "key:value" list of printable ASCII: everything else is
+ * refused before the option parser sees it. */
+static bool arg_printable(const char *arg)
+{
+    if (!arg[0])
+        return false;
+    for (const char *p = arg; *p; p++)
+        if (*p < 0x20 || *p > 0x7e)
+            return false;
+    return true;
+}
+
 /* Serves a pending request, if any. Pre: busy held, st.map valid.
- * Returns true when one was served. */
+ * Everything is copied out of the shared area first and validated; only
+ * fixed-size fields at our own offsets are written back. Returns true when
+ * a request was answered. */
 static bool serve_request(void)
 {
     struct xalloc_stats_file_request *r = &st.map->request;
     uint32_t seq = __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE);
     if (seq == __atomic_load_n(&r->ack_seq, __ATOMIC_RELAXED))
         return false;
-    /* Copy what the client wrote before acting on it: the file is shared
-     * and the client could change it under us. */
     uint32_t cmd = __atomic_load_n(&r->command, __ATOMIC_RELAXED);
     uint32_t uid = __atomic_load_n(&r->requester_uid, __ATOMIC_RELAXED);
     char arg[sizeof r->arg];
@@ -304,10 +373,12 @@ static bool serve_request(void)
     int status = 0;
     uint64_t result = 0;
     uid_t euid = xa_os_geteuid();
+    bool acted = false;
     msg[0] = '\0';
 
     if (uid != 0 && uid != (uint32_t)euid) {
-        /* The 0600 file already keeps others out; this is the second lock. */
+        /* The kernel already keeps others out (0600, /proc/PID/fd needs
+         * ptrace access); this is the second lock. */
         status = EPERM;
         xa_snprintf(msg, sizeof msg, "refused: uid %u is neither the owner (uid %u) nor root",
                     uid, (unsigned)euid);
@@ -316,18 +387,28 @@ static bool serve_request(void)
         char b[32];
         xa_snprintf(msg, sizeof msg, "purged %llu bytes (%s)", (unsigned long long)result,
                     xa_stats_report_bytes(b, result));
+        acted = true;
     } else if (cmd == XALLOC_STATS_CMD_SET) {
         char why[sizeof msg];
         why[0] = '\0';
-        if (xalloc_config_set(arg, why, sizeof why) == 0) {
+        /* xalloc_config_set() accepts only run-time options, within their
+         * ranges, all or nothing. */
+        if (!arg_printable(arg)) {
+            status = EINVAL;
+            xa_strlcpy(msg, "refused: the argument is empty or not printable ASCII", sizeof msg);
+        } else if (xalloc_config_set(arg, why, sizeof why) == 0) {
             xa_snprintf(msg, sizeof msg, "set %s", arg);
+            acted = true;
         } else {
             status = EINVAL;
             xa_snprintf(msg, sizeof msg, "%s", why[0] ? why : "rejected");
         }
     } else if (cmd == XALLOC_STATS_CMD_DUMP) {
-        if (xa_stats_dump_hook) {
-            status = xa_stats_dump_hook(msg, sizeof msg);
+        int (*hook)(char *, unsigned long) = __atomic_load_n(&xa_stats_dump_hook, __ATOMIC_ACQUIRE);
+        if (hook) {
+            status = hook(msg, sizeof msg);
+            msg[sizeof msg - 1] = '\0';
+            acted = status == 0;
         } else {
             status = ENOTSUP;
             xa_strlcpy(msg, "no profiler in this library: preload libxalloc-prof.so.1 with prof:true",
@@ -335,11 +416,17 @@ static bool serve_request(void)
         }
     } else if (cmd == XALLOC_STATS_CMD_PUBLISH) {
         xa_strlcpy(msg, "published", sizeof msg);
+        acted = true;
     } else {
         status = EINVAL;
         xa_snprintf(msg, sizeof msg, "unknown command %u", cmd);
     }
+    if (acted)
+        st.served++;
+    else
+        st.ignored++;
     uint64_t now = xa_os_now_ns();
+    st.last_request_ns = now;
     /* Refresh before acknowledging, so the client reads the new state. */
     publish(now);
     r->status = status;
@@ -383,9 +470,12 @@ static void *stats_thread(void *arg)
         now = xa_os_now_ns();
         /* Due: the deadline passed, or the interval shrank below it. */
         due = __atomic_load_n(&st.next_due, __ATOMIC_RELAXED);
-        if (!serve_request() && (now >= due || due - now > interval_ns()))
+        bool served = serve_request();
+        if (!served && (now >= due || due - now > interval_ns()))
             publish(now);
         busy_release();
+        if (served)
+            xa_os_sleep_ns(STATS_REQUEST_GAP_NS);
     }
     __atomic_store_n(&st.thread_running, 0, __ATOMIC_RELEASE);
     return NULL;
@@ -397,6 +487,8 @@ static void start_thread(void)
         return;
     __atomic_store_n(&st.thread_running, 1, __ATOMIC_RELEASE);
     int rc = xa_os_stats_thread_start(stats_thread, NULL, "xalloc-stats");
+    if (rc == 0)
+        set_next_due(0); /* republish at once: readers learn there is a thread */
     if (rc != 0) {
         __atomic_store_n(&st.thread_running, 0, __ATOMIC_RELEASE);
         st.thread_failed = 1;
@@ -406,6 +498,17 @@ static void start_thread(void)
 }
 
 /* ---- hooks called by the core ---- */
+
+/* In a child: forgets the parent's file (mapping and descriptor). */
+static void drop_inherited(void)
+{
+    if (st.map)
+        xa_os_unmap(st.map, STATS_FILE_SIZE);
+    st.map = NULL;
+    if (st.fd >= 0 && xa_os_stats_fd_is(st.fd, &st.id))
+        xa_os_close(st.fd);
+    st.fd = -1;
+}
 
 void xa_stats_boot(void)
 {
@@ -426,13 +529,10 @@ static XA_SLOW_PATH void tick_slow(uint64_t now_ns)
      * ticks stay on the cheap path. */
     set_next_due(now_ns + interval_ns());
     bool start = false;
-    if (st.fork_pending) {
-        /* The parent's mapping is inherited; drop it without touching the
-         * parent's file. */
-        if (st.map)
-            xa_os_unmap(st.map, st.map_size);
-        st.map = NULL;
-        st.fork_pending = 0;
+    if (st.mode == STATS_OPEN && st.pid != xa_os_getpid()) {
+        /* A child made by a raw fork or clone, which ran no atfork
+         * handler: the mapping and descriptor are the parent's. */
+        drop_inherited();
         st.mode = STATS_BOOTED;
     }
     if (st.mode == STATS_BOOTED) {
@@ -464,12 +564,15 @@ void xa_stats_tick(uint64_t now_ns)
 void xa_stats_fork_child(void)
 {
     /* The child is single-threaded here: plain stores are enough. The
-     * parent's thread, and any busy flag it held, did not survive fork. */
+     * parent's thread, and any busy flag it held, did not survive fork.
+     * The parent's file is dropped at once, so the child never shows it
+     * in /proc/PID/fd nor keeps it alive after the parent has gone; the
+     * child's own file is made at its next tick. */
     st.busy = 0;
     st.thread_running = 0;
     st.thread_failed = 0;
     if (st.mode == STATS_OPEN || st.mode == STATS_BOOTED) {
-        st.fork_pending = 1;
+        drop_inherited();
         st.mode = STATS_BOOTED;
         set_next_due(0);
     }
@@ -489,7 +592,7 @@ __attribute__((destructor)) static void stats_fini(void)
         return;
     if (xa_opt.stats_print)
         xalloc_stats_print(NULL, NULL);
-    if (st.mode != STATS_OPEN || st.fork_pending || st.pid != xa_os_getpid())
+    if (st.mode != STATS_OPEN || st.pid != xa_os_getpid())
         return;
     /* Wait (bounded) for a publication in flight, then close for good:
      * later ticks (atexit handlers and other destructors still allocate)
@@ -499,8 +602,12 @@ __attribute__((destructor)) static void stats_fini(void)
         xa_os_sleep_ns(500000);
     __atomic_store_n(&st.mode, STATS_CLOSED, __ATOMIC_RELEASE);
     set_next_due(UINT64_MAX);
-    xa_os_unlink(st.path);
-    /* The mapping stays: the thread may still be asleep on its futex. */
+    /* Readers stop finding the file now; the memory goes with the
+     * process. The mapping stays: the thread may still be asleep on its
+     * futex. */
+    if (st.fd >= 0 && xa_os_stats_fd_is(st.fd, &st.id))
+        xa_os_close(st.fd);
+    st.fd = -1;
     if (held)
         busy_release();
 }

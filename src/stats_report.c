@@ -7,6 +7,8 @@
  * xalloc_stats.h, so a new field reaches every format at once. */
 #include "stats_report.h"
 
+#include <stdbool.h>
+
 #include <stddef.h>
 
 /* ---- field tables ---- */
@@ -511,7 +513,8 @@ static void json_string(struct out *o, const char *s)
         if (c == '"' || c == '\\') {
             put_char(o, '\\');
             put_char(o, (char)c);
-        } else if (c < 0x20) {
+        } else if (c < 0x20 || c >= 0x7f) {
+            /* also bytes outside ASCII: valid JSON whatever a file held */
             put_str(o, "\\u00");
             put_char(o, hex[c >> 4]);
             put_char(o, hex[c & 15]);
@@ -541,8 +544,9 @@ static void json_fields(struct out *o, const char *indent, const void *base,
     }
 }
 
+/* config_only: the header fields and the configuration (--config --json). */
 static void emit_json(struct out *o, const struct xalloc_stats *s,
-                      const struct xa_report_info *info)
+                      const struct xa_report_info *info, bool config_only)
 {
     char b[32];
     put_char(o, '{');
@@ -556,6 +560,12 @@ static void emit_json(struct out *o, const struct xalloc_stats *s,
     if (info->program) {
         json_key(o, "  ", "program");
         json_string(o, info->program);
+        put_char(o, ',');
+        end_line(o);
+    }
+    if (info->service && info->service[0]) {
+        json_key(o, "  ", "service");
+        json_string(o, info->service);
         put_char(o, ',');
         end_line(o);
     }
@@ -588,76 +598,87 @@ static void emit_json(struct out *o, const struct xalloc_stats *s,
         put_char(o, ',');
         end_line(o);
     }
-    json_key(o, "  ", "totals");
-    put_char(o, '{');
-    end_line(o);
-    json_fields(o, "    ", s, total_fields, NFIELDS(total_fields), 0);
-    put_str(o, "  },");
-    end_line(o);
-    const struct xa_report_kernel *k = info->kernel;
-    if (k && k->valid) {
-        json_key(o, "  ", "kernel");
-        put_str(o, "{\"scope\": ");
-        json_string(o, k->scope);
-        static const char *const names[] = {"mappings", "size", "rss", "anon_huge", "swap"};
-        uint64_t vals[] = {k->mappings, k->size, k->rss, k->anon_huge, k->swap};
-        for (size_t i = 0; i < NFIELDS(names); i++) {
-            put_str(o, ", ");
-            json_string(o, names[i]);
-            put_str(o, ": ");
-            put_u64(o, vals[i]);
-        }
+    if (info->has_requests) {
+        json_key(o, "  ", "requests");
+        put_str(o, "{\"served\": ");
+        put_u64(o, info->requests_served);
+        put_str(o, ", \"ignored\": ");
+        put_u64(o, info->requests_ignored);
         put_str(o, "},");
         end_line(o);
     }
-    unsigned na = clamp_arenas(s);
-    json_key(o, "  ", "arenas");
-    put_char(o, '[');
-    end_line(o);
-    for (unsigned a = 0; a < na; a++) {
-        put_str(o, "    {\"arena\": ");
-        put_u64(o, a);
-        for (size_t i = 0; i < NFIELDS(arena_fields); i++) {
-            put_str(o, ", ");
-            json_string(o, arena_fields[i].name);
-            put_str(o, ": ");
-            put_u64(o, field_value(&s->arenas[a], &arena_fields[i]));
+    if (!config_only) {
+    json_key(o, "  ", "totals");
+        put_char(o, '{');
+        end_line(o);
+        json_fields(o, "    ", s, total_fields, NFIELDS(total_fields), 0);
+        put_str(o, "  },");
+        end_line(o);
+        const struct xa_report_kernel *k = info->kernel;
+        if (k && k->valid) {
+            json_key(o, "  ", "kernel");
+            put_str(o, "{\"scope\": ");
+            json_string(o, k->scope);
+            static const char *const names[] = {"mappings", "size", "rss", "anon_huge", "swap"};
+            uint64_t vals[] = {k->mappings, k->size, k->rss, k->anon_huge, k->swap};
+            for (size_t i = 0; i < NFIELDS(names); i++) {
+                put_str(o, ", ");
+                json_string(o, names[i]);
+                put_str(o, ": ");
+                put_u64(o, vals[i]);
+            }
+            put_str(o, "},");
+            end_line(o);
         }
-        put_str(o, a + 1 < na ? "}," : "}");
+        unsigned na = clamp_arenas(s);
+        json_key(o, "  ", "arenas");
+        put_char(o, '[');
+        end_line(o);
+        for (unsigned a = 0; a < na; a++) {
+            put_str(o, "    {\"arena\": ");
+            put_u64(o, a);
+            for (size_t i = 0; i < NFIELDS(arena_fields); i++) {
+                put_str(o, ", ");
+                json_string(o, arena_fields[i].name);
+                put_str(o, ": ");
+                put_u64(o, field_value(&s->arenas[a], &arena_fields[i]));
+            }
+            put_str(o, a + 1 < na ? "}," : "}");
+            end_line(o);
+        }
+        put_str(o, "  ],");
+        end_line(o);
+        unsigned nc = clamp_classes(s);
+        json_key(o, "  ", "classes");
+        put_char(o, '[');
+        end_line(o);
+        for (unsigned c = 0; c < nc; c++) {
+            const struct xalloc_stats_class *cl = &s->classes[c];
+            put_str(o, "    {\"class\": ");
+            put_u64(o, c);
+            for (size_t i = 0; i < NFIELDS(class_fields); i++) {
+                put_str(o, ", ");
+                json_string(o, class_fields[i].name);
+                put_str(o, ": ");
+                put_u64(o, field_value(cl, &class_fields[i]));
+            }
+            /* utilisation as a fraction with three decimals, computed in
+             * integers so this file needs no floating-point formatting */
+            put_str(o, ", \"utilisation\": ");
+            uint64_t pm = cl->capacity ? cl->live * 1000 / cl->capacity : 0;
+            put_u64(o, pm / 1000);
+            put_char(o, '.');
+            b[0] = (char)('0' + pm / 100 % 10);
+            b[1] = (char)('0' + pm / 10 % 10);
+            b[2] = (char)('0' + pm % 10);
+            b[3] = '\0';
+            put_str(o, b);
+            put_str(o, c + 1 < nc ? "}," : "}");
+            end_line(o);
+        }
+        put_str(o, "  ],");
         end_line(o);
     }
-    put_str(o, "  ],");
-    end_line(o);
-    unsigned nc = clamp_classes(s);
-    json_key(o, "  ", "classes");
-    put_char(o, '[');
-    end_line(o);
-    for (unsigned c = 0; c < nc; c++) {
-        const struct xalloc_stats_class *cl = &s->classes[c];
-        put_str(o, "    {\"class\": ");
-        put_u64(o, c);
-        for (size_t i = 0; i < NFIELDS(class_fields); i++) {
-            put_str(o, ", ");
-            json_string(o, class_fields[i].name);
-            put_str(o, ": ");
-            put_u64(o, field_value(cl, &class_fields[i]));
-        }
-        /* utilisation as a fraction with three decimals, computed in
-         * integers so this file needs no floating-point formatting */
-        put_str(o, ", \"utilisation\": ");
-        uint64_t pm = cl->capacity ? cl->live * 1000 / cl->capacity : 0;
-        put_u64(o, pm / 1000);
-        put_char(o, '.');
-        b[0] = (char)('0' + pm / 100 % 10);
-        b[1] = (char)('0' + pm / 10 % 10);
-        b[2] = (char)('0' + pm % 10);
-        b[3] = '\0';
-        put_str(o, b);
-        put_str(o, c + 1 < nc ? "}," : "}");
-        end_line(o);
-    }
-    put_str(o, "  ],");
-    end_line(o);
     json_key(o, "  ", "config");
     put_char(o, '[');
     end_line(o);
@@ -700,7 +721,16 @@ static void prom_name(struct out *o, const char *scope, const struct field *f)
 {
     put_str(o, "xalloc_");
     put_str(o, scope);
-    put_str(o, f->name);
+    /* "_count" is reserved for histograms and summaries in Prometheus
+     * (promtool check metrics rejects it): large_count -> large_blocks. */
+    size_t n = str_len(f->name);
+    if (n > 6 && str_eq(f->name + n - 6, "_count")) {
+        for (size_t i = 0; i + 6 < n; i++)
+            put_char(o, f->name[i]);
+        put_str(o, "_blocks");
+    } else {
+        put_str(o, f->name);
+    }
     if (is_bytes(f))
         put_str(o, "_bytes");
     if (is_counter(f->name))
@@ -726,10 +756,15 @@ static void prom_labels(struct out *o, const struct xa_report_info *info)
     put_i64(o, info->pid);
     put_str(o, "\",program=");
     prom_label_value(o, program_of(info));
+    if (info->service && info->service[0]) {
+        put_str(o, ",service=");
+        prom_label_value(o, info->service);
+    }
 }
 
+/* config_only: xalloc_info and xalloc_config_info (--config --prometheus). */
 static void emit_prometheus(struct out *o, const struct xalloc_stats *s,
-                            const struct xa_report_info *info)
+                            const struct xa_report_info *info, bool config_only)
 {
     put_str(o, "# HELP xalloc_info xalloc library and statistics format in use");
     end_line(o);
@@ -745,62 +780,77 @@ static void emit_prometheus(struct out *o, const struct xalloc_stats *s,
     put_u64(o, s->version_minor);
     put_str(o, "\"} 1");
     end_line(o);
+    if (!config_only) {
     for (size_t i = 0; i < NFIELDS(total_fields); i++) {
-        prom_family(o, "", &total_fields[i]);
-        prom_name(o, "", &total_fields[i]);
-        prom_labels(o, info);
-        put_str(o, "} ");
-        put_u64(o, field_value(s, &total_fields[i]));
-        end_line(o);
-    }
-    const struct xa_report_kernel *k = info->kernel;
-    if (k && k->valid) {
-        static const struct field kf[] = {
-            {"kernel_resident", "bytes", "Rss of the heap by the kernel's accounting (smaps)", 0},
-            {"kernel_huge_pages", "bytes", "AnonHugePages: bytes backed by transparent huge pages", 0},
-        };
-        uint64_t kv[] = {k->rss, k->anon_huge};
-        for (size_t i = 0; i < NFIELDS(kf); i++) {
-            prom_family(o, "", &kf[i]);
-            prom_name(o, "", &kf[i]);
+            prom_family(o, "", &total_fields[i]);
+            prom_name(o, "", &total_fields[i]);
             prom_labels(o, info);
-            put_str(o, ",scope=");
-            prom_label_value(o, k->scope);
             put_str(o, "} ");
-            put_u64(o, kv[i]);
+            put_u64(o, field_value(s, &total_fields[i]));
             end_line(o);
         }
-    }
-    unsigned na = clamp_arenas(s);
-    for (size_t i = 0; na && i < NFIELDS(arena_fields); i++) {
-        prom_family(o, "arena_", &arena_fields[i]);
-        for (unsigned a = 0; a < na; a++) {
-            prom_name(o, "arena_", &arena_fields[i]);
-            prom_labels(o, info);
-            put_str(o, ",arena=\"");
-            put_u64(o, a);
-            put_str(o, "\"} ");
-            put_u64(o, field_value(&s->arenas[a], &arena_fields[i]));
-            end_line(o);
+        const struct xa_report_kernel *k = info->kernel;
+        if (k && k->valid) {
+            static const struct field kf[] = {
+                {"kernel_resident", "bytes", "Rss of the heap by the kernel's accounting (smaps)", 0},
+                {"kernel_huge_pages", "bytes", "AnonHugePages: bytes backed by transparent huge pages", 0},
+            };
+            uint64_t kv[] = {k->rss, k->anon_huge};
+            for (size_t i = 0; i < NFIELDS(kf); i++) {
+                prom_family(o, "", &kf[i]);
+                prom_name(o, "", &kf[i]);
+                prom_labels(o, info);
+                put_str(o, ",scope=");
+                prom_label_value(o, k->scope);
+                put_str(o, "} ");
+                put_u64(o, kv[i]);
+                end_line(o);
+            }
         }
-    }
-    unsigned nc = clamp_classes(s);
-    for (size_t i = 0; nc && i < NFIELDS(class_fields); i++) {
-        if (str_eq(class_fields[i].name, "size"))
-            continue; /* a label of every class sample */
-        prom_family(o, "class_", &class_fields[i]);
-        for (unsigned c = 0; c < nc; c++) {
-            if (!class_in_use(&s->classes[c]))
-                continue;
-            prom_name(o, "class_", &class_fields[i]);
-            prom_labels(o, info);
-            put_str(o, ",class=\"");
-            put_u64(o, c);
-            put_str(o, "\",size=\"");
-            put_u64(o, s->classes[c].size);
-            put_str(o, "\"} ");
-            put_u64(o, field_value(&s->classes[c], &class_fields[i]));
+        unsigned na = clamp_arenas(s);
+        for (size_t i = 0; na && i < NFIELDS(arena_fields); i++) {
+            prom_family(o, "arena_", &arena_fields[i]);
+            for (unsigned a = 0; a < na; a++) {
+                prom_name(o, "arena_", &arena_fields[i]);
+                prom_labels(o, info);
+                put_str(o, ",arena=\"");
+                put_u64(o, a);
+                put_str(o, "\"} ");
+                put_u64(o, field_value(&s->arenas[a], &arena_fields[i]));
+                end_line(o);
+            }
+        }
+        unsigned nc = clamp_classes(s);
+        for (size_t i = 0; nc && i < NFIELDS(class_fields); i++) {
+            if (str_eq(class_fields[i].name, "size"))
+                continue; /* a label of every class sample */
+            prom_family(o, "class_", &class_fields[i]);
+            for (unsigned c = 0; c < nc; c++) {
+                if (!class_in_use(&s->classes[c]))
+                    continue;
+                prom_name(o, "class_", &class_fields[i]);
+                prom_labels(o, info);
+                put_str(o, ",class=\"");
+                put_u64(o, c);
+                put_str(o, "\",size=\"");
+                put_u64(o, s->classes[c].size);
+                put_str(o, "\"} ");
+                put_u64(o, field_value(&s->classes[c], &class_fields[i]));
+                end_line(o);
+            }
+        }
+        if (info->has_requests) {
+            put_str(o, "# HELP xalloc_stats_requests_total requests sent through xalloc-stat, by outcome");
             end_line(o);
+            put_str(o, "# TYPE xalloc_stats_requests_total counter");
+            end_line(o);
+            for (int i = 0; i < 2; i++) {
+                put_str(o, "xalloc_stats_requests_total");
+                prom_labels(o, info);
+                put_str(o, i ? ",result=\"ignored\"} " : ",result=\"served\"} ");
+                put_u64(o, i ? info->requests_ignored : info->requests_served);
+                end_line(o);
+            }
         }
     }
     if (info->config_count) {
@@ -839,10 +889,16 @@ void xa_stats_report_emit(const struct xalloc_stats *s,
         emit_text(&o, s, info);
         break;
     case XA_REPORT_JSON:
-        emit_json(&o, s, info);
+        emit_json(&o, s, info, false);
         break;
     case XA_REPORT_PROMETHEUS:
-        emit_prometheus(&o, s, info);
+        emit_prometheus(&o, s, info, false);
+        break;
+    case XA_REPORT_CONFIG_JSON:
+        emit_json(&o, s, info, true);
+        break;
+    case XA_REPORT_CONFIG_PROMETHEUS:
+        emit_prometheus(&o, s, info, true);
         break;
     case XA_REPORT_CONFIG:
         emit_config(&o, info);

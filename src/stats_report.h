@@ -20,6 +20,8 @@ enum xa_report_format {
     XA_REPORT_PROMETHEUS, /* text exposition format 0.0.4 */
     XA_REPORT_CONFIG,     /* effective configuration and sources only */
     XA_REPORT_SUMMARY,    /* one line (xalloc-stat --all) */
+    XA_REPORT_CONFIG_JSON,       /* header fields and configuration, JSON */
+    XA_REPORT_CONFIG_PROMETHEUS, /* xalloc_info and xalloc_config_info */
 };
 
 /* The kernel's own accounting of the heap, read by xalloc-stat from
@@ -39,6 +41,7 @@ struct xa_report_kernel {
 struct xa_report_info {
     long pid;
     const char *program;
+    const char *service;  /* systemd unit of the process, or NULL */
     const char *library_version;
     uint64_t age_ns;     /* age of the snapshot; UINT64_MAX = unknown */
     uint64_t uptime_ns;  /* time since the process started; 0 = unknown */
@@ -46,6 +49,9 @@ struct xa_report_info {
     unsigned config_count;
     const struct xa_report_kernel *kernel;
     int summary_header;  /* XA_REPORT_SUMMARY: emit the column titles first */
+    int has_requests;    /* the two counters below are known (format >= 1.1) */
+    uint64_t requests_served;  /* requests the process acted on */
+    uint64_t requests_ignored; /* requests it refused as unknown, malformed or not allowed */
 };
 
 /* Emits the report of s in fmt through write. s->arenas_count and

@@ -23,7 +23,7 @@ OUT=$TOP/$BUILD/e2e
 CACHE=$TOP/$BUILD/e2e-cache
 MULTIARCH=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 SUITE=bookworm
-INCLUDE=systemd,systemd-sysv,dbus,procps,redis-server,redis-tools
+INCLUDE=systemd,systemd-sysv,dbus,procps,redis-server,redis-tools,prometheus-node-exporter
 REDIS_CONF='thp:never,arenas:8'
 
 n=0
@@ -211,6 +211,43 @@ wait_stat() {
     IN xalloc-stat "$1"
 }
 
+# Owner of the statistics memory file of container pid $1 ("" if none).
+memfd_owner() {
+    # shellcheck disable=SC2016 # expanded by the container's shell
+    IN sh -c 'for f in /proc/$1/fd/*; do
+        [ "$(readlink "$f")" = "/memfd:xalloc-stats (deleted)" ] && stat -L -c %U "$f"; done' _ "$1"
+}
+
+# node_exporter's /metrics inside the container (bash's /dev/tcp: minbase
+# has no curl).
+node_metrics() {
+    # shellcheck disable=SC2016 # expanded by the container's bash
+    IN bash -c 'exec 3<>/dev/tcp/127.0.0.1/9100 &&
+        printf "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n" >&3 && cat <&3'
+}
+
+# The xalloc samples of container pid $1 (redis-server), labelled with its
+# unit, on node_exporter's /metrics after one run of the export service.
+exported_metrics() {
+    local i out=''
+    for i in $(seq 50); do
+        out=$(node_metrics 2>/dev/null) || true
+        grep -q '^node_textfile_scrape_error' <<<"$out" && break
+        sleep 0.2
+    done
+    grep -E '^(xalloc_(allocated_bytes|narenas|export_success)|node_textfile_scrape_error)' <<<"$out" | head -8
+    if grep -qE "^xalloc_allocated_bytes\{pid=\"$1\",program=\"redis-server\",service=\"redis-server.service\"\} [0-9]+" <<<"$out" &&
+        grep -qE "^xalloc_narenas\{pid=\"$1\",program=\"redis-server\",service=\"redis-server.service\"\} 8$" <<<"$out" &&
+        grep -qx 'xalloc_export_success 1' <<<"$out" &&
+        grep -qx 'node_textfile_scrape_error 0' <<<"$out"; then
+        return 0
+    fi
+    echo "-- /metrics: $(wc -l <<<"$out") lines; xalloc.prom and the service's journal:"
+    IN sh -c 'ls -l /var/lib/prometheus/node-exporter; head -c 600 /var/lib/prometheus/node-exporter/xalloc.prom'
+    IN journalctl -u xalloc-stat-export.service -n 15 --no-pager
+    return 1
+}
+
 stat_shows_conf() {
     local pid=$1 out
     out=$(IN xalloc-stat "$pid") || { printf '%s\n' "$out"; return 1; }
@@ -282,13 +319,23 @@ run_deb() {
     check "redis data is right with xalloc" redis_works
     check "xalloc-stat $pid shows the configuration from the drop-in" stat_shows_conf "$pid"
     IN xalloc-stat "$pid" 2>&1 | grep -E '^[[:space:]]*(thp|arenas|stats_dir)[[:space:]]' | sed 's/^/#   /' || true
-    check "the statistics file is in /run/xalloc/redis-server, owned by redis" \
-        sh -c "nsenter -t $LEADER -a stat -c '%U %n' /run/xalloc/redis-server/xalloc.$pid | grep -q '^redis '"
+    check "the statistics are one memory file of redis-server, owned by redis" \
+        sh -c "[ \"\$1\" = redis ]" _ "$(memfd_owner "$pid")"
+    check "... and no named statistics file anywhere" \
+        sh -c "! nsenter -t $LEADER -a ls /run/xalloc/redis-server/xalloc.$pid /dev/shm/xalloc.$pid /run/xalloc/$pid 2>/dev/null"
     check "host view: redis-server maps libxalloc.so.1 r-xp" host_maps_has_xalloc "$pid"
+    # Prometheus: the export units of xalloc-tools and Debian's node_exporter.
+    check "xalloc-stat-export.timer is installed and disabled" \
+        sh -c "nsenter -t $LEADER -a systemctl is-enabled xalloc-stat-export.timer | grep -qx disabled"
+    must "systemctl start xalloc-stat-export.service (one export)" IN systemctl start xalloc-stat-export.service
+    check "node_exporter serves redis's xalloc metrics, labelled service=redis-server.service" \
+        exported_metrics "$pid"
+    must "systemctl enable --now xalloc-stat-export.timer" IN systemctl enable --now xalloc-stat-export.timer
+    check "the timer is active" IN systemctl is-active xalloc-stat-export.timer
     check "redis-server is still the same process" test "$(main_pid)" = "$pid"
 
-    # A second service with another user: each gets its own statistics
-    # directory (a shared one would be chowned to whichever started last).
+    # A second service with another user: each process's statistics file
+    # is its own user's.
     IN sh -c 'cat > /etc/systemd/system/xalloc-demo.service' <<'EOF'
 [Service]
 User=nobody
@@ -307,11 +354,9 @@ EOF
     check "xalloc-demo (pid $dpid) maps libxalloc.so.1 r-xp" maps_has_xalloc "$dpid"
     check "xalloc-stat $dpid reads the second service" wait_stat "$dpid"
     check "xalloc-demo's statistics are nobody's, redis's stay redis's" \
-        sh -c "nsenter -t $LEADER -a stat -c '%U' /run/xalloc/xalloc-demo/xalloc.$dpid | grep -qx nobody &&
-               nsenter -t $LEADER -a stat -c '%U' /run/xalloc/redis-server/xalloc.$pid /run/xalloc/redis-server | sort -u | grep -qx redis"
+        sh -c "[ \"\$1 \$2\" = 'nobody redis' ]" _ "$(memfd_owner "$dpid")" "$(memfd_owner "$pid")"
     must "systemctl stop xalloc-demo" IN systemctl stop xalloc-demo.service
-    check "stopping xalloc-demo removes only its own directory" \
-        sh -c "! nsenter -t $LEADER -a test -e /run/xalloc/xalloc-demo && nsenter -t $LEADER -a test -f /run/xalloc/redis-server/xalloc.$pid"
+    check "stopping xalloc-demo leaves redis's statistics readable" IN xalloc-stat "$pid"
     IN xalloc-enable --disable xalloc-demo >/dev/null
 
     # redis.service is the unit's alias: the drop-in goes with the real name.
@@ -331,8 +376,8 @@ EOF
     must "show two NUMA nodes in the container" \
         IN sh -c 'printf "0-1\n" > /run/xalloc-e2e-nodes && mount --bind /run/xalloc-e2e-nodes /sys/devices/system/node/online'
     must "xalloc-enable --conf thp:never redis-server (two nodes)" IN xalloc-enable --conf thp:never redis-server
-    check "the drop-in allows mbind and set_mempolicy in the filtered unit" \
-        IN grep -qx 'SystemCallFilter=mbind set_mempolicy' /etc/systemd/system/redis-server.service.d/xalloc.conf
+    check "the drop-in allows mbind, set_mempolicy and memfd_create in the filtered unit" \
+        IN grep -qx 'SystemCallFilter=mbind set_mempolicy memfd_create' /etc/systemd/system/redis-server.service.d/xalloc.conf
     must "systemctl restart redis-server (two nodes)" IN systemctl restart redis-server.service
     pid=$(main_pid)
     check "redis-server with xalloc on two nodes maps libxalloc.so.1 r-xp" maps_has_xalloc "$pid"

@@ -15,6 +15,9 @@
  *                 must not have been started)
  *   dense         a dense 64 MiB heap of 512-byte blocks; prints the
  *                 AnonHugePages of the mappings that hold it
+ *   grow          the string builder: 8 buffers grown side by side with
+ *                 realloc, 128 bytes at a time, to 4 MiB each, 3 rounds;
+ *                 prints VmHWM and verifies the contents
  *   service T     T threads, each keeping about 400 KiB live in small
  *                 blocks with sparse frees, then all park; prints VmRSS and
  *                 the process's AnonHugePages while they are parked
@@ -244,6 +247,39 @@ static int mode_dense(void)
     return 0;
 }
 
+/* ---- grow ---- */
+
+static int mode_grow(void)
+{
+    enum { B = 8 };
+    const size_t target = (size_t)4 << 20;
+    for (int round = 0; round < 3; round++) {
+        char *buf[B] = {0};
+        size_t len[B] = {0};
+        for (size_t step = 0; len[B - 1] < target; step++) {
+            for (int b = 0; b < B; b++) {
+                size_t n = len[b] + 128;
+                char *q = realloc(buf[b], n);
+                if (!q)
+                    return 1;
+                memset(q + len[b], (int)(b + step), 128);
+                buf[b] = q;
+                len[b] = n;
+            }
+        }
+        for (int b = 0; b < B; b++) {
+            for (size_t k = 0; k < len[b]; k += 128)
+                if (buf[b][k] != (char)(b + k / 128)) {
+                    printf("corrupt buffer %d at %zu\n", b, k);
+                    return 1;
+                }
+            free(buf[b]);
+        }
+    }
+    printf("peak_kb %ld\n", status_kb("VmHWM"));
+    return 0;
+}
+
 /* ---- service ---- */
 
 static pthread_barrier_t sv_parked, sv_done;
@@ -308,8 +344,10 @@ int main(int argc, char **argv)
         return mode_quiet();
     if (!strcmp(mode, "dense"))
         return mode_dense();
+    if (!strcmp(mode, "grow"))
+        return mode_grow();
     if (!strcmp(mode, "service"))
         return mode_service(arg > 0 && arg <= 64 ? (unsigned)arg : 32, argc > 3 ? atol(argv[3]) : 1500);
-    fprintf(stderr, "usage: return massfree|idle|forkidle|quiet|dense|service [arg]\n");
+    fprintf(stderr, "usage: return massfree|idle|forkidle|quiet|dense|grow|service [arg]\n");
     return 2;
 }

@@ -52,6 +52,13 @@ if [ "$(val tasks_idle "$out")" = 0 ] && [ "$(val after_kb "$out")" -le $(( $(va
     ok "background_thread:off: no thread, frees still return memory ($(val after_kb "$out") kB)"
 else bad "background_thread:off: $(val tasks_idle "$out") threads, $(val after_kb "$out") kB after the frees"; fi
 
+# A growing buffer: peak RSS at most glibc's (in-place growth of runs,
+# mremap of huge blocks, no block left behind in every class).
+g=$(val peak_kb "$("$PROBE" grow)")
+x=$(val peak_kb "$(run "" grow)")
+if [ -n "$x" ] && [ "$x" -le "$g" ]; then ok "realloc growth: peak $x kB (glibc $g kB)"
+else bad "realloc growth: peak ${x:-?} kB against glibc $g kB"; fi
+
 # The statistics say who purged and whether the purger runs.
 rep=$(run "decay_ms:300,stats_print:true" idle 300 2>&1 >/dev/null)
 at_free=$(awk '$1 == "purged_at_free" { print $2 $3 }' <<<"$rep")

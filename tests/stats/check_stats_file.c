@@ -434,6 +434,39 @@ END_TEST
 
 /* ---- validation ---- */
 
+/* The reader checks the layout once, at open: a file rewritten or cut
+ * short while it is open gives an error or the old layout's copy, never a
+ * read outside the file (the tool must survive anything in it). */
+START_TEST(test_file_changed_under_reader)
+{
+    char path[128], err[512];
+    size_t size;
+    struct xs_file f;
+    static struct xs_snapshot snap;
+    make_tmpdir();
+    snprintf(path, sizeof path, "%s/xalloc.3", tmpdir);
+    struct xalloc_stats_file_header *h = make_file(path, 3, 0, &size);
+    ck_assert_int_eq(xs_open_path(path, false, &f, err, sizeof err), XS_OK);
+    /* Sizes and offsets scribbled after the open are not looked at. */
+    h->snapshot_offset = UINT64_MAX - 8;
+    h->header_size = UINT32_MAX;
+    h->snapshot_size = UINT64_MAX;
+    h->config_count = UINT32_MAX;
+    xalloc_stats_file_write_begin(h);
+    xalloc_stats_file_write_end(h);
+    ck_assert_int_eq(xs_read(&f, &snap, 100, err, sizeof err), XS_OK);
+    ck_assert_uint_le(snap.hdr.config_count, XALLOC_STATS_FILE_MAX_CONFIG);
+    ck_assert_uint_eq(snap.stats.version_major, XALLOC_STATS_VERSION_MAJOR);
+    /* Cut short: an error, not SIGBUS. */
+    ck_assert_int_eq(truncate(path, 4096), 0);
+    ck_assert_int_eq(xs_read(&f, &snap, 100, err, sizeof err), XS_ERROR);
+    ck_assert_msg(strstr(err, "cut short"), "%s", err);
+    xs_close(&f);
+    munmap(h, size);
+    unlink(path);
+}
+END_TEST
+
 START_TEST(test_rejects_bad_files)
 {
     char path[128], err[512];
@@ -671,6 +704,7 @@ static Suite *suite(void)
     tcase_add_test(f, test_seqlock_never_torn);
     tcase_add_test(f, test_unpublished_file_times_out);
     tcase_add_test(f, test_rejects_bad_files);
+    tcase_add_test(f, test_file_changed_under_reader);
     tcase_add_test(f, test_other_user_denied);
     tcase_add_test(f, test_stale_dead_process_removed);
     tcase_add_test(f, test_stale_reused_pid_removed);

@@ -6,7 +6,9 @@
  * runs in its own forked process, which exercises the fork child path. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -207,6 +209,27 @@ START_TEST(test_resident_close_to_vmrss)
 }
 END_TEST
 
+/* Statistics memory files among pid's descriptors. */
+static int count_memfds(pid_t pid)
+{
+    char dir[64], path[PATH_MAX], link[256];
+    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        ssize_t ln = readlink(path, link, sizeof link - 1);
+        if (ln > 0) {
+            link[ln] = '\0';
+            n += strcmp(link, "/memfd:xalloc-stats (deleted)") == 0;
+        }
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
 START_TEST(test_file_published)
 {
     struct xs_file f;
@@ -214,11 +237,23 @@ START_TEST(test_file_published)
     char err[512];
     ck_assert_msg(wait_for_file(getpid(), &f, 3000), "no statistics file for pid %d", getpid());
     struct stat sb;
-    /* The path seen through /proc/self/root is the real file, not a link. */
-    ck_assert_int_eq(lstat(f.path, &sb), 0);
+    /* The memory file, reached through /proc/PID/fd: a regular 0600 file of
+     * ours, sealed against resizing, that no directory names. */
+    ck_assert(f.memfd);
+    ck_assert_msg(strncmp(f.path, "/proc/", 6) == 0 && strstr(f.path, "/fd/"), "%s", f.path);
+    char link[256];
+    ssize_t ln = readlink(f.path, link, sizeof link - 1);
+    ck_assert_int_gt(ln, 0);
+    link[ln] = '\0';
+    ck_assert_str_eq(link, "/memfd:xalloc-stats (deleted)");
+    ck_assert_int_eq(fstat(f.fd, &sb), 0);
     ck_assert(S_ISREG(sb.st_mode));
-    ck_assert_uint_eq(sb.st_mode & 07777, 0600);
+    ck_assert_uint_eq(sb.st_mode & 0777, 0600);
     ck_assert_uint_eq(sb.st_uid, geteuid());
+    ck_assert_uint_eq(sb.st_nlink, 0);
+    ck_assert_int_eq(fcntl(f.fd, F_GET_SEALS) & (F_SEAL_SHRINK | F_SEAL_GROW),
+                     F_SEAL_SHRINK | F_SEAL_GROW);
+    ck_assert_int_eq(ftruncate(f.fd, 0), -1); /* sealed even for its owner */
     ck_assert_int_eq(xs_read(&f, &snap, 3000, err, sizeof err), XS_OK);
     ck_assert_int_eq(snap.hdr.pid, getpid());
     ck_assert_str_eq(snap.hdr.program, "check_stats_live");
@@ -273,13 +308,19 @@ START_TEST(test_fork_child_own_file_removed_at_exit)
         struct xs_file cf;
         char path[PATH_MAX] = "";
         int rc = 0;
+        /* The parent's descriptor went in the fork handler: before any
+         * allocation the child holds no statistics file at all. */
+        if (count_memfds(getpid()) != 0)
+            rc = 5;
         if (!wait_for_file(getpid(), &cf, 3000))
             rc = 1;
         else {
             snprintf(path, sizeof path, "%s", cf.path);
-            if (cf.h->pid != getpid())
+            if (cf.ident.pid != getpid())
                 rc = 2;
             xs_close(&cf);
+            if (count_memfds(getpid()) != 1) /* ours, once our reader closed */
+                rc = 6;
         }
         if (access(mine, F_OK) != 0) /* the parent's file is untouched */
             rc = 3;
@@ -294,9 +335,8 @@ START_TEST(test_fork_child_own_file_removed_at_exit)
     ck_assert_int_eq(waitpid(c, &st, 0), c);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
     ck_assert_str_ne(childpath, "");
-    /* /proc/<child>/root is gone with the child: check the plain path. */
-    const char *plain = strstr(childpath, "/root/") ? strstr(childpath, "/root/") + 5 : childpath;
-    ck_assert_msg(access(plain, F_OK) != 0, "%s left behind", plain);
+    ck_assert_msg(access(childpath, F_OK) != 0, "%s left behind", childpath);
+    ck_assert_int_eq(count_memfds(getpid()), 1);
     ck_assert_int_eq(xs_open_pid(getpid(), NULL, false, &f, NULL, 0, err, sizeof err), XS_OK);
     xs_close(&f);
 }

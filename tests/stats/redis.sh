@@ -68,8 +68,14 @@ fi
 "$TOOL" --prometheus "$rs" | grep -qE "^xalloc_narenas\{pid=\"$rs\",program=\"redis-server\"\} 4$" &&
     ok "prometheus: narenas 4 labelled with pid and program" || bad "prometheus labels"
 
-f=$(ls /run/xalloc/"$rs" /dev/shm/xalloc."$rs" 2>/dev/null | head -1)
-kill "$rs"; wait "$rs" 2>/dev/null; rs=
-[ -n "$f" ] && [ ! -e "$f" ] && ok "statistics file $f removed when redis exits" || bad "file ${f:-?} left after exit"
+n=0
+for f in /proc/"$rs"/fd/*; do
+    [ "$(readlink "$f" 2>/dev/null)" = "/memfd:xalloc-stats (deleted)" ] && n=$((n + 1))
+done
+[ "$n" = 1 ] && ok "one statistics memory file in /proc/$rs/fd" || bad "$n statistics memory files in /proc/$rs/fd"
+kill "$rs"; wait "$rs" 2>/dev/null
+ls /run/xalloc/"$rs" /dev/shm/xalloc."$rs" >/dev/null 2>&1 && bad "a named statistics file left after exit" ||
+    ok "nothing left behind when redis exits"
+rs=
 [ "$fail" = 0 ] && echo "redis.sh: passed" || echo "redis.sh: FAILED"
 exit "$fail"

@@ -238,6 +238,12 @@ def build_cases(p: dict) -> list[Case]:
                               "malloc_test", [f"threads={t}", f"size={size}",
                                               f"pairs={n(pr * s)}"],
                               details=["ns_per_pair", "ops_per_sec"]))
+    # more threads than cores (5 on this 2-core machine), 2 MiB included:
+    # blocks mapped fresh each time would show here
+    for size, pr in {64: 2e6, 1024: 2e6, 9300: 1e6, 2097152: 1e5}.items():
+        cases.append(Case(f"malloc-test {human_size(size)} t5", "malloc-test",
+                          "malloc_test", ["threads=5", f"size={size}", f"pairs={n(pr * s)}"],
+                          details=["ns_per_pair", "ops_per_sec"]))
     # stats overhead: xalloc only, stats:off vs stats:on, same binary
     for st in ("off", "on"):
         cases.append(Case(f"malloc-test 64 B t1 stats:{st}", "stats", "malloc_test",
@@ -291,6 +297,25 @@ def build_cases(p: dict) -> list[Case]:
                        "free_pct=90", f"pause_ms={p['pause_ms']}"],
                       details=["rss_full_kb", "rss_afterfree_kb", "rss_realloc_kb",
                                "rss_idle_kb", "rss_final_kb"]))
+    # memory return: RSS right after a multi-threaded mass free and after an
+    # idle sleep with no allocator call; a small many-threaded service's
+    # footprint while its threads are parked (at the system's THP setting)
+    total = f"{max(64, int(384 * s))}M"
+    cases.append(Case("mass free t8", "memphase", "memphase",
+                      ["mode=massfree", "threads=8", f"total={total}",
+                       f"pause_ms={p['pause_ms']}"],
+                      metric="rss_afterfree_kb", unit="kB RSS after free",
+                      details=["secs", "live_kb", "rss_peak_kb", "rss_afterfree_kb",
+                               "rss_idle_kb"]))
+    cases.append(Case("bulk free then idle", "memphase", "memphase",
+                      ["mode=idle", f"total={max(32, int(256 * s))}M",
+                       f"pause_ms={p['pause_ms']}"],
+                      metric="rss_idle_kb", unit="kB RSS after idle",
+                      details=["secs", "rss_peak_kb", "rss_afterfree_kb", "rss_idle_kb"]))
+    cases.append(Case("small service t32", "memphase", "memphase",
+                      ["mode=service", "threads=32", "pause_ms=1000"],
+                      metric="rss_parked_kb", unit="kB RSS parked",
+                      details=["secs", "rss_parked_kb", "anon_huge_kb"]))
     cases.append(Case("realloc-grow", "realloc", "realloc_grow",
                       ["builders=8", "target=256k", "append=128", f"rounds={n(100 * s)}"],
                       details=["ns_per_op"]))

@@ -114,6 +114,44 @@ uint64_t xs_uptime_ns(long pid)
     return up > 0 ? (uint64_t)(up * 1e9) : 0;
 }
 
+bool xs_service(long pid, char *buf, size_t len)
+{
+    char path[64], cg[4096];
+    snprintf(path, sizeof path, "/proc/%ld/cgroup", pid);
+    if (read_small(path, cg, sizeof cg) <= 0)
+        return false;
+    /* cgroup v2 ("0::/system.slice/x.service") first, then v1's
+     * name=systemd hierarchy: the unit is the last component that ends in
+     * .service or .scope (a service may make sub-cgroups below it). */
+    const char *best = NULL;
+    size_t best_len = 0;
+    for (int pass = 0; pass < 2 && !best; pass++) {
+        for (char *line = cg; line && *line;) {
+            char *nl = strchr(line, '\n');
+            size_t ll = nl ? (size_t)(nl - line) : strlen(line);
+            bool want = pass == 0 ? strncmp(line, "0::", 3) == 0
+                                  : memmem(line, ll, ":name=systemd:", 14) != NULL;
+            const char *p = memchr(line, '/', ll);
+            while (want && p && p < line + ll) {
+                const char *comp = p + 1, *end = memchr(comp, '/', (size_t)(line + ll - comp));
+                if (!end)
+                    end = line + ll;
+                size_t cl = (size_t)(end - comp);
+                if ((cl > 8 && memcmp(end - 8, ".service", 8) == 0) ||
+                    (cl > 6 && memcmp(end - 6, ".scope", 6) == 0))
+                    best = comp, best_len = cl;
+                p = end < line + ll ? end : NULL;
+            }
+            line = nl ? nl + 1 : NULL;
+        }
+    }
+    if (!best || best_len + 1 > len)
+        return false;
+    memcpy(buf, best, best_len);
+    buf[best_len] = '\0';
+    return true;
+}
+
 static uint64_t own_pidns(void)
 {
     struct stat sb;
@@ -179,67 +217,105 @@ static int maps_xalloc(long pid)
 
 /* ---- opening one file ---- */
 
-static enum xs_status map_fd(int fd, const char *path, bool writable, struct xs_file *f,
-                             char *err, size_t err_len)
+/* Reads exactly len bytes at off; false on a short read (a file cut short
+ * under us) or an error. */
+static bool pread_all(int fd, void *buf, size_t len, size_t off)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        done += (size_t)n;
+    }
+    return true;
+}
+
+/* Takes fd (closed on failure). */
+static enum xs_status open_fd(int fd, const char *path, bool writable, struct xs_file *f,
+                              char *err, size_t err_len)
 {
     struct stat sb;
+    f->fd = fd;
+    snprintf(f->path, sizeof f->path, "%s", path);
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         say(err, err_len, "%s is not a regular file", path);
+        xs_close(f);
         return XS_ERROR;
     }
-    if ((size_t)sb.st_size < sizeof(uint64_t) * 2) {
+    f->size = (size_t)sb.st_size;
+    if (f->size < sizeof(struct xalloc_stats_file_header)) {
         say(err, err_len, "%s is not an xalloc statistics file (%lld bytes)", path,
             (long long)sb.st_size);
+        xs_close(f);
         return XS_ERROR;
     }
-    void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ | (writable ? PROT_WRITE : 0),
-                   MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-        say(err, err_len, "cannot map %s: %s", path, strerror(errno));
-        return XS_ERROR;
-    }
-    f->h = p;
-    f->size = (size_t)sb.st_size;
-    f->writable = writable;
-    snprintf(f->path, sizeof f->path, "%s", path);
     /* A file made this instant may not have its magic yet: wait briefly. */
-    uint64_t magic = 0;
+    struct xalloc_stats_file_header *h = &f->ident;
     for (int i = 0; i < 100; i++) {
-        magic = __atomic_load_n(&f->h->magic, __ATOMIC_ACQUIRE);
-        if (magic)
+        if (!pread_all(fd, h, sizeof *h, 0)) {
+            say(err, err_len, "%s: cannot read the header: %s", path,
+                errno ? strerror(errno) : "file too short");
+            xs_close(f);
+            return XS_ERROR;
+        }
+        if (h->magic)
             break;
         sleep_ms(10);
     }
-    if (magic != XALLOC_STATS_FILE_MAGIC) {
+    h->program[sizeof h->program - 1] = '\0';
+    h->library_version[sizeof h->library_version - 1] = '\0';
+    if (h->magic != XALLOC_STATS_FILE_MAGIC) {
         say(err, err_len, "%s is not an xalloc statistics file (bad magic)", path);
         xs_close(f);
         return XS_ERROR;
     }
-    if (f->h->version_major != XALLOC_STATS_FILE_VERSION_MAJOR) {
+    if (h->version_major != XALLOC_STATS_FILE_VERSION_MAJOR) {
         say(err, err_len,
             "%s: incompatible statistics format %u.%u (written by xalloc %.16s); "
             "this xalloc-stat reads format %u.x (format %u.%u)",
-            path, f->h->version_major, f->h->version_minor, f->h->library_version,
+            path, h->version_major, h->version_minor, h->library_version,
             XALLOC_STATS_FILE_VERSION_MAJOR, XALLOC_STATS_FILE_VERSION_MAJOR,
             XALLOC_STATS_FILE_VERSION_MINOR);
         xs_close(f);
         return XS_VERSION;
     }
-    if (f->h->header_size > f->size || f->h->snapshot_offset > f->size ||
-        f->h->snapshot_size > f->size - f->h->snapshot_offset ||
-        f->h->snapshot_size < offsetof(struct xalloc_stats, arenas)) {
+    if (h->header_size > f->size || h->header_size < offsetof(struct xalloc_stats_file_header, request) ||
+        h->snapshot_offset > f->size || h->snapshot_size > f->size - h->snapshot_offset ||
+        h->snapshot_size < offsetof(struct xalloc_stats, arenas)) {
         say(err, err_len, "%s: malformed statistics file (sizes do not fit)", path);
         xs_close(f);
         return XS_ERROR;
     }
+    /* The layout, once: later reads never look at these fields again. */
+    f->hsize = h->header_size < sizeof f->ident ? h->header_size : sizeof f->ident;
+    f->soff = h->snapshot_offset;
+    f->ssize = h->snapshot_size < sizeof(struct xalloc_stats) ? h->snapshot_size
+                                                             : sizeof(struct xalloc_stats);
+    if (writable) {
+        /* The request area needs shared atomics. A memory file is sealed
+         * against resizing, so the mapping cannot fault. */
+        void *p = mmap(NULL, f->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED) {
+            say(err, err_len, "cannot map %s: %s", path, strerror(errno));
+            xs_close(f);
+            return XS_ERROR;
+        }
+        f->h = p;
+    }
+    f->writable = writable;
     return XS_OK;
 }
 
-enum xs_status xs_open_path(const char *path, bool writable, struct xs_file *f,
-                            char *err, size_t err_len)
+static enum xs_status open_path(const char *path, bool writable, bool follow, struct xs_file *f,
+                                char *err, size_t err_len)
 {
     memset(f, 0, sizeof *f);
-    int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
+    f->fd = -1;
+    int fd = open(path, (writable ? O_RDWR : O_RDONLY) | (follow ? 0 : O_NOFOLLOW) | O_CLOEXEC |
+                            O_NONBLOCK);
     if (fd < 0) {
         int e = errno;
         if (e == EACCES || e == EPERM) {
@@ -262,9 +338,19 @@ enum xs_status xs_open_path(const char *path, bool writable, struct xs_file *f,
         say(err, err_len, "cannot open %s: %s", path, strerror(e));
         return e == ENOENT ? XS_NOT_XALLOC : XS_ERROR;
     }
-    enum xs_status rc = map_fd(fd, path, writable, f, err, err_len);
-    close(fd);
-    return rc;
+    return open_fd(fd, path, writable, f, err, err_len);
+}
+
+enum xs_status xs_open_path(const char *path, bool writable, struct xs_file *f,
+                            char *err, size_t err_len)
+{
+    return open_path(path, writable, false, f, err, err_len);
+}
+
+enum xs_status xs_open_file(const char *path, bool writable, struct xs_file *f,
+                            char *err, size_t err_len)
+{
+    return open_path(path, writable, true, f, err, err_len);
 }
 
 void xs_close(struct xs_file *f)
@@ -272,6 +358,9 @@ void xs_close(struct xs_file *f)
     if (f->h)
         munmap(f->h, f->size);
     f->h = NULL;
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = -1;
 }
 
 /* Stale: the file names a process that no longer exists (or whose pid was
@@ -292,6 +381,85 @@ static bool file_is_stale(const struct xalloc_stats_file_header *h, long host_pi
 }
 
 /* ---- finding a process's file ---- */
+
+/* The process's memory file: the descriptor in /proc/PID/fd whose link
+ * reads "/memfd:xalloc-stats (deleted)" and whose header names the process
+ * (a fork child may hold its parent's for an instant). The kernel checks
+ * access: the process's own user if it is dumpable, else root only.
+ * Returns XS_NOT_XALLOC when there is none. */
+static enum xs_status open_memfd(long pid, long nspid, bool writable, struct xs_file *f,
+                                 char *err, size_t err_len)
+{
+    static const char want[] = "/memfd:" XALLOC_STATS_FILE_MEMFD_NAME " (deleted)";
+    char dir[64], prog[64];
+    snprintf(dir, sizeof dir, "/proc/%ld/fd", pid);
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == EACCES || errno == EPERM) {
+            struct stat sb;
+            char who[64];
+            char path[64];
+            snprintf(path, sizeof path, "/proc/%ld", pid);
+            if (stat(path, &sb) == 0 && sb.st_uid != geteuid())
+                say(err, err_len,
+                    "pid %ld (%s): permission denied: the process belongs to %s; only its "
+                    "owner or root may read its statistics",
+                    pid, program_of(pid, prog, sizeof prog), user_name(sb.st_uid, who, sizeof who));
+            else
+                say(err, err_len,
+                    "pid %ld (%s): permission denied on %s (a process that changed its user "
+                    "or is not dumpable can be read by root only)",
+                    pid, program_of(pid, prog, sizeof prog), dir);
+            return XS_PERM;
+        }
+        return XS_NOT_XALLOC;
+    }
+    enum xs_status rc = XS_NOT_XALLOC;
+    uint64_t ticks = start_ticks(pid);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char path[PATH_MAX], link[256], e2[512];
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        ssize_t n = readlink(path, link, sizeof link - 1);
+        if (n != (ssize_t)sizeof want - 1 || memcmp(link, want, sizeof want - 1) != 0)
+            continue;
+        /* Not O_NOFOLLOW: the /proc link is the way to the file. */
+        int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EACCES || errno == EPERM) {
+                say(err, err_len, "pid %ld (%s): permission denied on its statistics (%s); "
+                                  "only its owner or root may %s it",
+                    pid, program_of(pid, prog, sizeof prog), path,
+                    writable ? "send requests through" : "read");
+                rc = XS_PERM;
+            }
+            continue;
+        }
+        memset(f, 0, sizeof *f);
+        enum xs_status orc = open_fd(fd, path, writable, f, e2, sizeof e2);
+        if (orc != XS_OK) {
+            if (rc != XS_PERM) {
+                say(err, err_len, "pid %ld: %s", pid, e2);
+                rc = orc;
+            }
+            continue;
+        }
+        if (f->ident.pid != nspid ||
+            (f->ident.start_ticks && ticks && f->ident.start_ticks != ticks)) {
+            xs_close(f); /* a parent's file inherited by fork, on its way out */
+            continue;
+        }
+        f->memfd = true;
+        f->pid = pid;
+        f->ns_pid = nspid;
+        rc = XS_OK;
+        break;
+    }
+    closedir(d);
+    return rc;
+}
 
 enum xs_status xs_open_pid(long pid, const char *extra_dir, bool writable,
                            struct xs_file *f, char *note, size_t note_len,
@@ -322,7 +490,7 @@ enum xs_status xs_open_pid(long pid, const char *extra_dir, bool writable,
             char e2[256];
             if (!names[i] || xs_open_path(names[i], false, &g, e2, sizeof e2) != XS_OK)
                 continue;
-            bool stale = file_is_stale(g.h, 0);
+            bool stale = file_is_stale(&g.ident, 0);
             xs_close(&g);
             if (stale) {
                 if (unlink(names[i]) == 0)
@@ -339,6 +507,9 @@ enum xs_status xs_open_pid(long pid, const char *extra_dir, bool writable,
     }
 
     long nspid = ns_pid_of(pid);
+    enum xs_status mrc = open_memfd(pid, nspid, writable, f, err, err_len);
+    if (mrc != XS_NOT_XALLOC)
+        return mrc;
     char root[64];
     snprintf(root, sizeof root, "/proc/%ld/root", pid);
     bool root_ok = access(root, X_OK) == 0;
@@ -397,7 +568,7 @@ enum xs_status xs_open_pid(long pid, const char *extra_dir, bool writable,
             say(err, err_len, "%s", e2);
             return rc;
         }
-        if (f->h->pid != nspid || file_is_stale(f->h, pid)) {
+        if (f->ident.pid != nspid || file_is_stale(&f->ident, pid)) {
             /* Left by an earlier process that had this pid. */
             xs_close(f);
             if (unlink(paths[i]) == 0 && note)
@@ -423,8 +594,8 @@ enum xs_status xs_open_pid(long pid, const char *extra_dir, bool writable,
     }
     if (uses == 1)
         say(err, err_len,
-            "pid %ld (%s) uses xalloc but publishes no statistics (stats:off, a "
-            "stats_dir not given with --dir, or no allocation since it started)",
+            "pid %ld (%s) uses xalloc but publishes no statistics (stats:off, or no "
+            "allocation since it started)",
             pid, program_of(pid, prog, sizeof prog));
     else if (uses == 0)
         say(err, err_len, "pid %ld (%s) does not use xalloc", pid,
@@ -440,19 +611,22 @@ enum xs_status xs_open_pid(long pid, const char *extra_dir, bool writable,
 enum xs_status xs_read(struct xs_file *f, struct xs_snapshot *snap, int timeout_ms,
                        char *err, size_t err_len)
 {
-    const struct xalloc_stats_file_header *h = f->h;
-    size_t hsize = h->header_size < sizeof snap->hdr ? h->header_size : sizeof snap->hdr;
-    size_t ssize = h->snapshot_size < sizeof snap->stats ? h->snapshot_size : sizeof snap->stats;
-    const char *src = (const char *)h + h->snapshot_offset;
+    const size_t seq_off = offsetof(struct xalloc_stats_file_header, seq);
     uint64_t deadline = xs_now_ns() + (uint64_t)timeout_ms * 1000000u;
     for (unsigned tries = 0;; tries++) {
-        uint64_t s = xalloc_stats_file_read_begin(h);
-        if (s != 0 && !(s & 1)) {
+        uint64_t s = 0, s2 = 1;
+        bool ok = pread_all(f->fd, &s, sizeof s, seq_off);
+        if (ok && s != 0 && !(s & 1)) {
             memset(snap, 0, sizeof *snap);
-            memcpy(&snap->hdr, h, hsize);
-            memcpy(&snap->stats, src, ssize);
-            if (!xalloc_stats_file_read_retry(h, s))
+            ok = pread_all(f->fd, &snap->hdr, f->hsize, 0) &&
+                 pread_all(f->fd, &snap->stats, f->ssize, f->soff) &&
+                 pread_all(f->fd, &s2, sizeof s2, seq_off);
+            if (ok && s2 == s)
                 break;
+        }
+        if (!ok) {
+            say(err, err_len, "%s: the file was cut short while being read", f->path);
+            return XS_ERROR;
         }
         if (xs_now_ns() > deadline) {
             if (s == 0)
@@ -461,8 +635,9 @@ enum xs_status xs_read(struct xs_file *f, struct xs_snapshot *snap, int timeout_
                 say(err, err_len, "%s: could not copy a consistent snapshot", f->path);
             return XS_TIMEOUT;
         }
-        /* Spin briefly (a write takes microseconds), then sleep: a file
-         * never published waits for the process's first slow path. */
+        /* Retry at once a few times (a write takes microseconds), then
+         * sleep: a file never published waits for the process's first
+         * slow path. */
         if (tries > 64)
             sleep_ms(s == 0 ? 10 : 1);
     }
@@ -496,6 +671,10 @@ static long futex(uint32_t *word, int op, uint32_t val, const struct timespec *t
 enum xs_status xs_request(struct xs_file *f, uint32_t command, const char *arg,
                           int timeout_ms, uint64_t *result, char *msg, size_t msg_len)
 {
+    if (!f->h) {
+        say(msg, msg_len, "%s was not opened for requests", f->path);
+        return XS_ERROR;
+    }
     struct xalloc_stats_file_request *r = &f->h->request;
     uint64_t deadline = xs_now_ns() + (uint64_t)timeout_ms * 1000000u;
     int32_t me = (int32_t)getpid();
@@ -647,7 +826,7 @@ static void sweep_stale(const char *dir, const char *prefix,
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         if (xs_open_path(path, false, &g, err, sizeof err) != XS_OK)
             continue;
-        bool is_stale = file_is_stale(g.h, 0);
+        bool is_stale = file_is_stale(&g.ident, 0);
         xs_close(&g);
         if (is_stale && unlink(path) == 0 && stale)
             stale(arg, path);

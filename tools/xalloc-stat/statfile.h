@@ -28,13 +28,22 @@ enum xs_status {
     XS_TIMEOUT = 8,     /* no snapshot / no answer in time */
 };
 
+/* An open statistics file. Everything is read with pread() into private
+ * copies, with the layout (header_size, snapshot_offset, snapshot_size)
+ * checked once at open and never read again: a file rewritten or cut short
+ * while we read it gives an error, never a crash. Only a file opened
+ * writable is mapped (h), for the request area's atomics and futexes. */
 struct xs_file {
     char path[PATH_MAX];
-    struct xalloc_stats_file_header *h; /* the shared mapping */
+    int fd;
+    struct xalloc_stats_file_header *h; /* writable only: the shared mapping */
     size_t size;
     bool writable;
+    bool memfd;  /* the process's memory file (format 1.1) */
     long pid;    /* pid as the caller sees it (0 for --file) */
     long ns_pid; /* pid in the process's own namespace */
+    size_t hsize, soff, ssize; /* layout, checked at open */
+    struct xalloc_stats_file_header ident; /* header as read at open */
 };
 
 struct xs_snapshot {
@@ -42,15 +51,21 @@ struct xs_snapshot {
     struct xalloc_stats stats;
 };
 
-/* Finds and opens the statistics file of pid. extra_dir: a stats_dir to
- * search too (may be NULL). A stale file met on the way is removed and
+/* Finds and opens the statistics file of pid: its memory file through
+ * /proc/PID/fd (also from the host into a container), else a named file
+ * left by a library before format 1.1. extra_dir: a stats_dir to search
+ * too (may be NULL). A stale named file met on the way is removed and
  * noted in note (may be NULL) when the caller may remove it. On failure
  * err holds one line explaining why. */
 enum xs_status xs_open_pid(long pid, const char *extra_dir, bool writable,
                            struct xs_file *f, char *note, size_t note_len,
                            char *err, size_t err_len);
-/* Opens a given file (xalloc-stat --file). */
+/* Opens a file at a path in a shared directory: a link is not followed. */
 enum xs_status xs_open_path(const char *path, bool writable, struct xs_file *f,
+                            char *err, size_t err_len);
+/* The same for a path the operator named (xalloc-stat --file): links are
+ * followed, so /proc/PID/fd/N works. */
+enum xs_status xs_open_file(const char *path, bool writable, struct xs_file *f,
                             char *err, size_t err_len);
 void xs_close(struct xs_file *f);
 
@@ -67,6 +82,10 @@ enum xs_status xs_request(struct xs_file *f, uint32_t command, const char *arg,
 /* The kernel's accounting of pid's heap (smaps). Returns false if
  * unreadable. */
 bool xs_kernel(long pid, struct xa_report_kernel *k);
+
+/* The systemd unit pid runs in ("redis-server.service"), from the last
+ * .service or .scope component of its cgroup path; false if none. */
+bool xs_service(long pid, char *buf, size_t len);
 
 /* Seconds the process has run, from /proc (0 if unknown), in ns. */
 uint64_t xs_uptime_ns(long pid);

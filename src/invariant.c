@@ -1,0 +1,307 @@
+/* invariant.c: the invariant walk (see invariant.h). Compiled in the unit-test
+ * (XA_TEST), debug (XA_DEBUG) and fault-injection builds only; the release
+ * library does not carry it. Reads, never writes; tolerates corrupt data
+ * (bounded walks, range checks before every dereference). */
+#include "invariant.h"
+
+#if defined(XA_TEST) || XA_DEBUG || (defined(XA_FAULT) && XA_FAULT)
+#include <stdarg.h>
+#include <string.h>
+
+#include "heap.h"
+#include "util.h"
+
+struct ctx {
+    size_t problems;
+    char *msg;
+    size_t len;
+};
+
+__attribute__((format(printf, 2, 3))) static void bad(struct ctx *x, const char *fmt, ...)
+{
+    if (x->problems++ == 0 && x->len) {
+        va_list ap;
+        va_start(ap, fmt);
+        xa_vsnprintf(x->msg, x->len, fmt, ap);
+        va_end(ap);
+    }
+}
+
+static inline uintptr_t dec(uintptr_t v) { return v ^ xa_heap_secret; }
+
+#define MAX_BLOCKS 65536u
+#define WALK_LIMIT 1000000u
+
+/* Marks block p of slab s in seen; false (and a report) if p is not a
+ * carved block of s or is already marked (a block on two lists). */
+static bool mark(struct ctx *x, const xa_slab *s, uintptr_t p, uint8_t *seen, const char *list)
+{
+    uintptr_t rel = p - (uintptr_t)s->start;
+    if (p < (uintptr_t)s->start || rel >= (uintptr_t)s->capacity * s->block_size ||
+        rel % s->block_size) {
+        bad(x, "slab %p: %s list holds %p, not a carved block", (void *)s, list, (void *)p);
+        return false;
+    }
+    uint32_t i = (uint32_t)(rel / s->block_size);
+    if (seen[i >> 3] & (1u << (i & 7))) {
+        bad(x, "slab %p: block %p twice on the free lists (%s)", (void *)s, (void *)p, list);
+        return false;
+    }
+    seen[i >> 3] |= (uint8_t)(1u << (i & 7));
+    return true;
+}
+
+/* A slab's descriptor; with lists, also its local and remote free lists
+ * (only for slabs the caller owns: its heap's, or abandoned ones under
+ * the arena lock). */
+static void check_slab(struct ctx *x, xa_chunk *c, const xa_slab *s, bool lists)
+{
+    const struct xa_class_info *ci = &xa_classes[s->cls];
+    if (s->cls >= XA_NCLASSES || s->block_size != ci->size || s->reserved != ci->blocks ||
+        s->units != ci->units || s->capacity > s->reserved ||
+        s->start != xa_unit_addr(c, s->first_unit) || s->used > s->capacity) {
+        bad(x, "slab %p (class %u): bad descriptor (size %u units %u capacity %u used %u)",
+            (void *)s, s->cls, s->block_size, s->units, s->capacity, s->used);
+        return;
+    }
+    if (!lists || s->reserved > MAX_BLOCKS)
+        return;
+    uint8_t seen[MAX_BLOCKS / 8];
+    memset(seen, 0, (s->capacity + 7) / 8);
+    uint32_t nfree = 0;
+    for (uintptr_t p = s->free; p; p = dec(((xa_block *)p)->next), nfree++)
+        if (!mark(x, s, p, seen, "local"))
+            return;
+    if (s->capacity - nfree != s->used)
+        bad(x, "slab %p: used %u, but capacity %u - %u free", (void *)s, s->used, s->capacity,
+            nfree);
+    uintptr_t tf = atomic_load_explicit(&s->thread_free, memory_order_acquire) & ~XA_TF_MASK;
+    for (uint32_t n = 0; tf; tf = dec(((xa_block *)tf)->next), n++)
+        if (n > s->used || !mark(x, s, tf, seen, "remote")) {
+            if (n > s->used)
+                bad(x, "slab %p: more remote frees than blocks in use", (void *)s);
+            return;
+        }
+}
+
+/* ---- arenas ---- */
+
+static void check_chunk(struct ctx *x, xa_arena *a, xa_chunk *c, uint64_t *free_units,
+                        uint64_t *dirty_units, uint64_t *used_units, uint64_t *nfree_runs,
+                        uint64_t *large)
+{
+    if (c->magic != XA_CHUNK_MAGIC || c->arena != a) {
+        bad(x, "chunk %p: bad magic or arena", (void *)c);
+        return;
+    }
+    if (xa_chunkmap_lookup(c) != c || xa_region_of(c) != XA_REGION_RUNS)
+        bad(x, "chunk %p: not in the chunk map", (void *)c);
+    if (c->slabs[0].kind != XA_RUN_HEADER)
+        bad(x, "chunk %p: unit 0 is not the header", (void *)c);
+    uint32_t used = 0;
+    bool prev_free = false;
+    for (unsigned u = 1; u < XA_UNITS_PER_CHUNK;) {
+        const xa_slab *s = &c->slabs[u];
+        if (s->first_unit != u || s->units == 0 || u + s->units > XA_UNITS_PER_CHUNK) {
+            bad(x, "chunk %p: run at unit %u has first %u, %u units", (void *)c, u,
+                s->first_unit, s->units);
+            return;
+        }
+        for (unsigned k = u; k < u + s->units; k++)
+            if (c->first_of[k] != u)
+                bad(x, "chunk %p: first_of[%u] = %u, want %u", (void *)c, k, c->first_of[k], u);
+        switch (s->kind) {
+        case XA_RUN_FREE:
+            if (prev_free)
+                bad(x, "chunk %p: free runs at unit %u not coalesced", (void *)c, u);
+            if (s->dunits > s->units || (s->dunits > 0) != (s->dirty != 0))
+                bad(x, "chunk %p: free run %u: %u dirty of %u units", (void *)c, u, s->dunits,
+                    s->units);
+            *free_units += s->units;
+            *dirty_units += s->dunits;
+            (*nfree_runs)++;
+            break;
+        case XA_RUN_SMALL:
+            used += s->units;
+            check_slab(x, c, s, false);
+            break;
+        case XA_RUN_LARGE:
+            used += s->units;
+            (*large)++;
+            break;
+        default:
+            bad(x, "chunk %p: run at unit %u has kind %u", (void *)c, u, s->kind);
+            return;
+        }
+        prev_free = s->kind == XA_RUN_FREE;
+        u += s->units;
+    }
+    if (used != c->used_units)
+        bad(x, "chunk %p: %u units in runs, header says %u", (void *)c, used, c->used_units);
+    *used_units += used;
+}
+
+static void check_huge(struct ctx *x, xa_chunk *c, bool live)
+{
+    if (c->magic != XA_CHUNK_MAGIC || c->slabs[0].kind != XA_RUN_HUGE) {
+        bad(x, "huge mapping %p: bad magic or kind", (void *)c);
+        return;
+    }
+    /* A live mapping parked in a heap's cache has no user pointer. */
+    if ((!live && c->huge_ptr) ||
+        (c->huge_ptr && c->huge_ptr + c->huge_size != (char *)c + c->map_size))
+        bad(x, "huge mapping %p: pointer %p, %zu bytes of %zu mapped", (void *)c,
+            (void *)c->huge_ptr, c->huge_size, c->map_size);
+    for (size_t off = 0; off < c->map_size; off += XA_CHUNK_SIZE)
+        if (xa_chunkmap_lookup((char *)c + off) != c)
+            bad(x, "huge mapping %p: region +%zu not mapped to it", (void *)c, off);
+}
+
+static void check_huge_list(struct ctx *x, const xa_arena *a, xa_chunk *list, uint64_t count,
+                            bool live)
+{
+    uint64_t n = 0;
+    for (xa_chunk *c = list; c && n < WALK_LIMIT; c = c->next, n++)
+        check_huge(x, c, live);
+    if (n != count)
+        bad(x, "arena %u: %llu %s huge blocks, count says %llu", a->index,
+            (unsigned long long)n, live ? "live" : "cached", (unsigned long long)count);
+}
+
+static void check_arena(struct ctx *x, xa_arena *a)
+{
+    uint64_t free_units = 0, dirty_units = 0, used_units = 0, nfree_runs = 0, large = 0;
+    uint64_t nchunks = 0, n = 0;
+    for (xa_chunk *c = a->chunks; c && nchunks < WALK_LIMIT; c = c->next, nchunks++)
+        check_chunk(x, a, c, &free_units, &dirty_units, &used_units, &nfree_runs, &large);
+    if (nchunks != a->nchunks)
+        bad(x, "arena %u: %llu chunks listed, count says %llu", a->index,
+            (unsigned long long)nchunks, (unsigned long long)a->nchunks);
+    if (used_units != a->used_units || dirty_units != a->dirty_units ||
+        free_units - dirty_units != a->retained_units)
+        bad(x, "arena %u: units used %llu/%llu dirty %llu/%llu retained %llu/%llu", a->index,
+            (unsigned long long)used_units, (unsigned long long)a->used_units,
+            (unsigned long long)dirty_units, (unsigned long long)a->dirty_units,
+            (unsigned long long)(free_units - dirty_units),
+            (unsigned long long)a->retained_units);
+    if (large != a->large_count)
+        bad(x, "arena %u: %llu large runs, count says %llu", a->index,
+            (unsigned long long)large, (unsigned long long)a->large_count);
+    /* Bins: every free run exactly once, in the bin of its length. */
+    uint64_t binned = 0;
+    for (unsigned b = 1; b < XA_UNITS_PER_CHUNK; b++) {
+        xa_slab *prev = NULL;
+        n = 0;
+        for (xa_slab *s = a->bin_head[b]; s && n < WALK_LIMIT; prev = s, s = s->next, n++) {
+            if (s->kind != XA_RUN_FREE || s->units != b || s->prev != prev ||
+                xa_chunk_of(s)->arena != a)
+                bad(x, "arena %u: bin %u holds run %p (kind %u, %u units)", a->index, b,
+                    (void *)s, s->kind, s->units);
+        }
+        if (a->bin_tail[b] != prev || !!(a->bins_nonempty & (1u << b)) != (n > 0))
+            bad(x, "arena %u: bin %u tail or non-empty bit wrong", a->index, b);
+        binned += n;
+    }
+    if (binned != nfree_runs)
+        bad(x, "arena %u: %llu free runs, %llu in bins", a->index,
+            (unsigned long long)nfree_runs, (unsigned long long)binned);
+    n = 0;
+    for (xa_slab *s = a->dirty_head; s && n < WALK_LIMIT; s = s->dnext, n++)
+        if (s->kind != XA_RUN_FREE || !s->in_dirty_list || !s->dirty)
+            bad(x, "arena %u: dirty list holds run %p (kind %u)", a->index, (void *)s, s->kind);
+    for (unsigned cls = 0; cls < XA_NCLASSES; cls++)
+        for (xa_slab *s = a->abandoned[cls]; s; s = s->next) {
+            if (s->kind != XA_RUN_SMALL || s->cls != cls || s->heap)
+                bad(x, "arena %u: abandoned list %u holds %p", a->index, cls, (void *)s);
+            else
+                check_slab(x, xa_chunk_of(s), s, true);
+        }
+    check_huge_list(x, a, a->huge_live, a->huge_count, true);
+    check_huge_list(x, a, a->huge_cache, a->huge_cache_count, false);
+}
+
+/* ---- the calling thread's heap ---- */
+
+static void check_heap(struct ctx *x, xa_heap *h)
+{
+    for (unsigned cls = 0; cls < XA_NCLASSES; cls++) {
+        xa_slab *cur = h->cur[cls];
+        if (cur != &xa_slab_empty && cur != h->avail[cls] &&
+            !(cls < XA_FOREIGN_CLASSES && cur == &h->foreign[cls]))
+            bad(x, "heap: cur[%u] is neither the list head nor the foreign stack", cls);
+        xa_slab *prev = NULL;
+        for (xa_slab *s = h->avail[cls]; s; prev = s, s = s->next) {
+            if (s->kind != XA_RUN_SMALL || s->cls != cls || s->heap != h || (s->in_full & XA_SLAB_IN_FULL) ||
+                s->prev != prev) {
+                bad(x, "heap: class list %u holds slab %p (kind %u, class %u)", cls, (void *)s,
+                    s->kind, s->cls);
+                break;
+            }
+            check_slab(x, xa_chunk_of(s), s, true);
+        }
+    }
+    for (xa_slab *s = h->full; s; s = s->next) {
+        if (s->kind != XA_RUN_SMALL || s->heap != h || !(s->in_full & XA_SLAB_IN_FULL)) {
+            bad(x, "heap: full list holds slab %p", (void *)s);
+            break;
+        }
+        check_slab(x, xa_chunk_of(s), s, true);
+    }
+    for (unsigned cls = 0; cls < XA_FOREIGN_CLASSES; cls++) {
+        const xa_slab *f = &h->foreign[cls];
+        uint32_t n = 0;
+        for (uintptr_t p = f->free; p && n <= f->reserved; p = dec(((xa_block *)p)->next), n++) {
+            xa_chunk *c = xa_chunkmap_lookup((void *)p);
+            const xa_slab *s = c ? xa_run_of(c, (void *)p) : NULL;
+            if (!s || s->kind != XA_RUN_SMALL || s->cls != cls || !xa_slab_is_block(s, (void *)p)) {
+                bad(x, "heap: foreign stack %u holds %p, not a block of the class", cls,
+                    (void *)p);
+                break;
+            }
+        }
+        if (n != f->reserved - f->used)
+            bad(x, "heap: foreign stack %u has %u blocks, counts say %u", cls, n,
+                f->reserved - f->used);
+    }
+    for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
+        /* A slot word is the block's address with a size key in its low
+         * bits (below the page size). */
+        uintptr_t p = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed) &
+                      ~(uintptr_t)(XA_OS_PAGE - 1);
+        if (!p)
+            continue;
+        xa_chunk *c = xa_chunkmap_lookup((void *)p);
+        if (c && c->slabs[0].kind == XA_RUN_HUGE) { /* a parked huge mapping */
+            if (p != (uintptr_t)c + XA_HUGE_HEADER || c->huge_ptr)
+                bad(x, "heap: large cache slot %u holds %p, not a parked huge block", i,
+                    (void *)p);
+            continue;
+        }
+        const xa_slab *s = c ? xa_run_of(c, (void *)p) : NULL;
+        if (!s || s->kind != XA_RUN_LARGE || !s->in_full ||
+            (void *)p != xa_unit_addr(c, s->first_unit))
+            bad(x, "heap: large cache slot %u holds %p, not a parked large block", i, (void *)p);
+    }
+}
+
+size_t xa_invariant_check(char *msg, size_t len)
+{
+    struct ctx x = {0, msg, len};
+    if (len)
+        msg[0] = 0;
+    for (unsigned i = 0; i < xa_narenas; i++) {
+        xa_arena *a = __atomic_load_n(&xa_arenas[i], __ATOMIC_ACQUIRE);
+        if (!a)
+            continue;
+        xa_lock_acquire(&a->lock);
+        check_arena(&x, a);
+        xa_lock_release(&a->lock);
+    }
+    xa_heap *h = xa_tls_heap;
+    if (h != &xa_heap_empty)
+        check_heap(&x, h);
+    return x.problems;
+}
+#else
+typedef int xa_invariant_unused; /* ISO C: a translation unit is not empty */
+#endif
