@@ -52,7 +52,7 @@ uninstall-prof:
 PROF_T := $(BUILD)/tests/prof
 PROF_T_CFLAGS = -std=gnu11 -O2 -g $(WARN) -fno-omit-frame-pointer -pthread -rdynamic
 PROF_T_BINS := $(PROF_T)/two_sites $(PROF_T)/deadlock $(PROF_T)/holder $(PROF_T)/leaky \
-        $(PROF_T)/active $(PROF_T)/dump_request $(PROF_T)/dl_obj.so
+        $(PROF_T)/active $(PROF_T)/grow $(PROF_T)/dump_request $(PROF_T)/dl_obj.so
 PROF_ALIAS := $(BUILD)/prof-alias/libxalloc.so.1
 
 $(PROF_T)/%: tests/prof/%.c

@@ -453,10 +453,14 @@ XA_API void *API(calloc)(size_t n, size_t size)
 static void *realloc_impl(void *p, size_t size);
 XA_API void *API(realloc)(void *p, size_t size)
 {
-    if (xa_config_prof) { /* prof hook: the old block leaves, the new one may be sampled */
-        xa_prof_on_free(p);
-        return xa_prof_on_alloc(realloc_impl(p, size), size);
+    if (xa_config_prof && xa_prof_on && p) { /* prof hook: growth counts, see prof.h */
+        size_t old = API(malloc_usable_size)(p);
+        void *taken = xa_prof_realloc_take(p);
+        void *q = realloc_impl(p, size);
+        return xa_prof_realloc_done(p, q, old, q ? API(malloc_usable_size)(q) : 0, size, taken);
     }
+    if (xa_config_prof) /* prof hook: realloc(NULL, size) is a malloc */
+        return xa_prof_on_alloc(realloc_impl(p, size), size);
     return realloc_impl(p, size);
 }
 

@@ -224,6 +224,63 @@ static void samples_grow(void)
     sample_buckets = nb;
 }
 
+/* Puts record r (its ptr, size and stack set) into the table and adds it
+ * to the live counters. */
+static void sample_link(sample *r)
+{
+    r->est = estimate(r->size);
+    size_t fi = xa_prof_filter_index(r->ptr);
+    size_t b = sample_bucket(fi);
+    r->next = sample_buckets[b];
+    sample_buckets[b] = r;
+    __atomic_store_n(&xa_prof_filter[fi], 1, __ATOMIC_RELAXED);
+    xa_prof_stack *st = r->stack;
+    counter_add(&st->live_count, 1);
+    counter_add(&st->live_bytes, r->size);
+    counter_add(&st->live_est, r->est);
+    counter_add(&live_est_total, r->est);
+    if (++nsamples > ((size_t)2 << sample_bits))
+        samples_grow();
+}
+
+/* Takes p's record out of the table and the live counters; NULL when p
+ * is not sampled. Clears the filter byte when no other block of the same
+ * index is left. */
+static sample *sample_unlink(void *p)
+{
+    size_t fi = xa_prof_filter_index(p);
+    size_t b = sample_bucket(fi);
+    sample *found = NULL;
+    bool others = false;
+    for (sample **link = &sample_buckets[b]; *link;) {
+        sample *r = *link;
+        if (r->ptr != p || found) {
+            others |= xa_prof_filter_index(r->ptr) == fi;
+            link = &r->next;
+            continue;
+        }
+        found = r;
+        *link = r->next;
+        xa_prof_stack *st = r->stack;
+        counter_sub(&st->live_count, 1);
+        counter_sub(&st->live_bytes, r->size);
+        counter_sub(&st->live_est, r->est);
+        counter_sub(&live_est_total, r->est);
+        if (live_est_total < interval_base)
+            interval_base = live_est_total;
+        nsamples--;
+    }
+    if (!others)
+        __atomic_store_n(&xa_prof_filter[fi], 0, __ATOMIC_RELAXED);
+    return found;
+}
+
+static void sample_release(sample *r)
+{
+    r->next = free_samples;
+    free_samples = r;
+}
+
 /* Enters p; returns false when metadata memory ran out. */
 static bool sample_insert(void *p, uint64_t size, xa_prof_stack *st)
 {
@@ -235,50 +292,10 @@ static bool sample_insert(void *p, uint64_t size, xa_prof_stack *st)
     r->ptr = p;
     r->stack = st;
     r->size = size;
-    r->est = estimate(size);
-    size_t fi = xa_prof_filter_index(p);
-    size_t b = sample_bucket(fi);
-    r->next = sample_buckets[b];
-    sample_buckets[b] = r;
-    __atomic_store_n(&xa_prof_filter[fi], 1, __ATOMIC_RELAXED);
-    counter_add(&st->live_count, 1);
-    counter_add(&st->live_bytes, size);
-    counter_add(&st->live_est, r->est);
+    sample_link(r);
     counter_add(&st->alloc_count, 1);
     counter_add(&st->alloc_bytes, size);
-    counter_add(&live_est_total, r->est);
-    if (++nsamples > ((size_t)2 << sample_bits))
-        samples_grow();
     return true;
-}
-
-static void sample_remove(void *p)
-{
-    size_t fi = xa_prof_filter_index(p);
-    size_t b = sample_bucket(fi);
-    bool found = false, others = false;
-    for (sample **link = &sample_buckets[b]; *link;) {
-        sample *r = *link;
-        if (r->ptr != p || found) {
-            others |= xa_prof_filter_index(r->ptr) == fi;
-            link = &r->next;
-            continue;
-        }
-        found = true;
-        *link = r->next;
-        xa_prof_stack *st = r->stack;
-        counter_sub(&st->live_count, 1);
-        counter_sub(&st->live_bytes, r->size);
-        counter_sub(&st->live_est, r->est);
-        counter_sub(&live_est_total, r->est);
-        if (live_est_total < interval_base)
-            interval_base = live_est_total;
-        r->next = free_samples;
-        free_samples = r;
-        nsamples--;
-    }
-    if (!others)
-        __atomic_store_n(&xa_prof_filter[fi], 0, __ATOMIC_RELAXED);
 }
 
 /* ---- slow paths ---- */
@@ -341,9 +358,43 @@ XA_SLOW_PATH void *xa_prof_free_slow(void *p)
     if (!p || !enabled)
         return p;
     xa_lock_acquire(&prof_lock);
-    sample_remove(p);
+    sample *r = sample_unlink(p);
+    if (r)
+        sample_release(r);
     xa_lock_release(&prof_lock);
     return p;
+}
+
+XA_SLOW_PATH void *xa_prof_realloc_take_slow(void *p)
+{
+    if (!p || !enabled)
+        return NULL;
+    xa_lock_acquire(&prof_lock);
+    sample *r = sample_unlink(p);
+    xa_lock_release(&prof_lock);
+    return r;
+}
+
+XA_SLOW_PATH void *xa_prof_realloc_keep(void *p, void *q, size_t size, void *taken)
+{
+    sample *r = taken;
+    xa_lock_acquire(&prof_lock);
+    if (q) {
+        /* Still the same allocation for the profile: same stack. */
+        if (size > r->size) {
+            counter_add(&r->stack->alloc_bytes, size - r->size);
+        }
+        r->ptr = q;
+        r->size = size;
+        sample_link(r);
+    } else if (size) {
+        sample_link(r); /* realloc failed: p lives on unchanged */
+    } else {
+        sample_release(r); /* realloc(p, 0) freed p */
+    }
+    xa_lock_release(&prof_lock);
+    (void)p;
+    return q;
 }
 
 /* ---- module interface ---- */

@@ -24,7 +24,11 @@
 extern __thread int64_t xa_prof_left __attribute__((tls_model("initial-exec")));
 /* Set once at boot when prof:true; with prof:false the hooks cost one
  * load and branch each, on a byte that is never written. */
+#if XA_PROF
 extern bool xa_prof_on;
+#else
+#define xa_prof_on false
+#endif
 
 /* One byte per 4 KiB page of address space (modulo 4 GiB): non-zero when a
  * sampled block starts in a page of that index. A free reads one byte, and
@@ -90,11 +94,35 @@ XA_FAST_PATH bool xa_prof_maybe_sampled(const void *p)
 #endif
 }
 
-/* Same, for callers off the fast path (realloc). */
-XA_FAST_PATH void xa_prof_on_free(void *p)
+/* ---- realloc ----
+ * A block that grows by realloc counts only its growth against the sample
+ * distance: a block built up by small reallocs is then sampled with the
+ * probability 1 - exp(-size / prof_sample) of its final size, as if
+ * allocated at once, and a growing buffer costs no more samples than a
+ * malloc of its final size. A sampled block stays sampled (same stack)
+ * through realloc. Usage, p not NULL:
+ *   void *t = xa_prof_realloc_take(p);  (before; NULL unless p is sampled)
+ *   q = realloc(p, size);
+ *   return xa_prof_realloc_done(p, q, usable(p) before, usable(q), size, t);
+ * (only when xa_prof_on: with prof:false realloc pays nothing). */
+XA_SLOW_PATH void *xa_prof_realloc_take_slow(void *p);
+XA_SLOW_PATH void *xa_prof_realloc_keep(void *p, void *q, size_t size, void *taken);
+
+XA_FAST_PATH void *xa_prof_realloc_take(void *p)
 {
-    if (xa_prof_maybe_sampled(p))
-        xa_prof_free_slow(p);
+    return xa_prof_maybe_sampled(p) ? xa_prof_realloc_take_slow(p) : NULL;
+}
+
+XA_FAST_PATH void *xa_prof_realloc_done(void *p, void *q, size_t old, size_t usable,
+                                        size_t size, void *taken)
+{
+    if (xa_unlikely(taken != NULL))
+        return xa_prof_realloc_keep(p, q, size, taken);
+    /* Usable sizes on both sides: growth inside a size class is free, a
+     * move to the next class counts the whole step. */
+    if (q && xa_prof_sample_due(usable > old ? usable - old : 0))
+        return xa_prof_alloc_slow(q, size);
+    return q;
 }
 
 /* ---- process hooks (init.c), prof build only ---- */

@@ -17,6 +17,8 @@
 #           another user too, never over an existing file.
 # leak      prof_leak names the leaked site and not the freed one; every
 #           allocating entry point shows up in the dump.
+# grow      buffers grown by realloc are estimated like blocks allocated at
+#           once (growth counts against the sample distance).
 # active    prof_active switched on at run time.
 # failure   an unwritable prof_dir is reported once and the program runs on.
 set -u
@@ -273,6 +275,25 @@ leak() {
     fi
 }
 
+# ---- realloc growth ----
+grow() {
+    local d=$W/grow c truth est
+    mkdir -p "$d"
+    if ! run_prof "prof:true,prof_sample:64k,prof_final:true,prof_dir:$d" "$BIN/grow" \
+        >"$d/out" 2>"$d/err"; then
+        not_ok "grow: program ran" "$d/err"
+        return
+    fi
+    c=$(newest "$d" .collapsed)
+    truth=$(awk '$1 == "grow_site" { print $2 }' "$d/out")
+    est=$(awk '{ n = split($1, f, ";"); if (f[n] == "grow_site") s += $2 } END { print s + 0 }' "$c")
+    if within15 "$truth" "$est"; then
+        ok "grow: buffers grown by realloc: grow_site $est bytes, truth $truth (within 15%)"
+    else
+        not_ok "grow: buffers grown by realloc: grow_site $est bytes, truth $truth" "$c"
+    fi
+}
+
 # ---- prof_active at run time ----
 active() {
     local d=$W/active c
@@ -310,6 +331,7 @@ readers
 deadlock
 request
 leak
+grow
 active
 failure
 echo "1..$n"

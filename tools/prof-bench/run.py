@@ -22,6 +22,7 @@ usage: run.py --build DIR [--reps N] [--out FILE.md]
 """
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -76,11 +77,47 @@ def run_once(argv, extra):
     if proc.returncode != 0 or "secs" not in kv or "rss_peak_kb" not in kv:
         raise RuntimeError(f"{' '.join(argv)} with {extra}: status {proc.returncode}: "
                            f"{proc.stderr[-500:]}")
+    # largefrag runs for a fixed time; its cost is ns_per_op (shown as s
+    # per million operations, so the ratios read the same way).
+    if "ns_per_op" in kv and kv.get("workload") == "largefrag":
+        return float(kv["ns_per_op"]) / 1000.0, int(kv["rss_peak_kb"])
     return float(kv["secs"]), int(kv["rss_peak_kb"])
 
 
 def ratio(a, b):
     return f"{a / b:.3f}" if a and b else "-"
+
+
+def callgrind_table(build, cs):
+    """Instructions per malloc/free pair (valgrind --tool=callgrind, whole
+    process, 200,000 pairs minus 100,000 pairs so start-up cancels out):
+    unlike time on a shared machine, these do not vary from run to run."""
+    exe = os.path.join(build, "bench", "malloc_test")
+    if not shutil.which("valgrind"):
+        return []
+
+    def ir(extra, size, pairs):
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("LD_PRELOAD", "XALLOC_CONF", "MALLOC_CONF")}
+        env.update(extra)
+        out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                              exe, "threads=1", f"size={size}", f"pairs={pairs}"],
+                             env=env, capture_output=True, text=True, check=True).stderr
+        for line in out.splitlines():
+            if "Collected :" in line:
+                return int(line.split()[-1])
+        raise RuntimeError("callgrind: no count")
+    sizes = (64, 1024, 9300, 65536)
+    lines = ["", "Instructions per malloc/free pair (callgrind, malloc-test t1; "
+             "(Ir(200k pairs) - Ir(100k pairs)) / 100k):", "",
+             "| size | " + " | ".join(n for n, _ in cs) + " |",
+             "|---|" + "---|" * len(cs)]
+    for size in sizes:
+        cells = []
+        for _, extra in cs:
+            cells.append(f"{(ir(extra, size, 200000) - ir(extra, size, 100000)) / 100000:.1f}")
+        lines.append(f"| {size} B | " + " | ".join(cells) + " |")
+    return lines
 
 
 def micro(build):
@@ -101,6 +138,7 @@ def main():
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--only", default="", help="substring of the workload names to run")
     ap.add_argument("--out", default="")
+    ap.add_argument("--no-callgrind", action="store_true")
     args = ap.parse_args()
     bench = os.path.join(args.build, "bench")
     lines = []
@@ -154,6 +192,8 @@ def main():
                           f"{geo('t', 0, 'jemalloc prof', 'jemalloc'):.3f}, RSS "
                           f"{geo('r', 1, 'jemalloc prof', 'jemalloc'):.3f}"
                           if "jemalloc" in names else "") + ".")
+        if not args.no_callgrind:
+            lines.extend(callgrind_table(args.build, cs))
     m = micro(args.build)
     if m:
         lines.append("")
