@@ -10,12 +10,15 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "os_fault.h"
 
 int xa_os_mbind(void *p, size_t size, int mode, const unsigned long *mask,
                 unsigned long maxnode)
 {
+    if (XA_FAULT_POINT(MBIND))
+        return EIO;
     int saved = errno;
-    long rc = syscall(SYS_mbind, p, size, mode, mask, maxnode, 0UL);
+    long rc = syscall(SYS_mbind, p, size, (unsigned long)mode, mask, maxnode, 0UL);
     int err = rc ? errno : 0;
     errno = saved;
     return err;
@@ -23,6 +26,8 @@ int xa_os_mbind(void *p, size_t size, int mode, const unsigned long *mask,
 
 int xa_os_get_mempolicy(int *mode, unsigned long *mask, unsigned long maxnode)
 {
+    if (XA_FAULT_POINT(MBIND))
+        return EIO; /* a NUMA policy call, counted with mbind */
     for (unsigned long i = 0; i < (maxnode + 8 * sizeof(long) - 1) / (8 * sizeof(long)); i++)
         mask[i] = 0;
     int saved = errno;
@@ -34,9 +39,11 @@ int xa_os_get_mempolicy(int *mode, unsigned long *mask, unsigned long maxnode)
 
 int xa_os_move_pages_query(unsigned long count, void **pages, int *status)
 {
+    if (XA_FAULT_POINT(MBIND))
+        return EIO;
     int saved = errno;
     /* nodes == NULL: query only, nothing moves. */
-    long rc = syscall(SYS_move_pages, 0, count, pages, NULL, status, 0);
+    long rc = syscall(SYS_move_pages, 0L, count, pages, NULL, status, 0L);
     int err = rc < 0 ? errno : 0;
     errno = saved;
     return err;
@@ -45,7 +52,7 @@ int xa_os_move_pages_query(unsigned long count, void **pages, int *status)
 int xa_os_affinity(unsigned long *mask, size_t bytes)
 {
     int saved = errno;
-    long n = syscall(SYS_sched_getaffinity, 0, bytes, mask);
+    long n = syscall(SYS_sched_getaffinity, 0L, bytes, mask);
     int err = errno;
     errno = saved;
     if (n < 0)
