@@ -24,7 +24,7 @@ check-sanitize: check-sanitize-ubsan check-sanitize-tsan
 
 ## check-sanitize-ubsan: unit suites under UndefinedBehaviorSanitizer, fuzzer corpus replay
 check-sanitize-ubsan: $(FUZZ_ALLOC_BIN)
-	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 $(MAKE) --no-print-directory \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 CK_TIMEOUT_MULTIPLIER=5 $(MAKE) --no-print-directory \
 	  BUILD=$(BUILD)/ubsan CC=$(SAN_CC) CFLAGS="$(SAN_UB)" \
 	  CHECK_CFLAGS="$(CHECK_CFLAGS) $(SAN_UB)" check-unit
 	$(FUZZ_ALLOC_BIN) -runs=0 $(FUZZ_ALLOC_SEEDS) > $(BUILD)/fuzz/replay.log 2>&1 || \
