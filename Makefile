@@ -95,6 +95,10 @@ $(TEST_LIB): $(TEST_OBJS)
 	$(Q)rm -f $@
 	$(Q)ar rcs $@ $(TEST_OBJS)
 
+# Named here, before mk/*.mk is read: several of them use it in
+# prerequisites, which make expands as it reads them.
+STAT_TOOL := $(BUILD)/xalloc-stat
+
 -include mk/*.mk
 
 tools-all: $(TOOLS_TARGETS)

@@ -8,7 +8,6 @@
 # prometheus (promtool).
 # lifetime.sh runs in a mount namespace of its own when root (unshare -m).
 
-STAT_TOOL := $(BUILD)/xalloc-stat
 STAT_TOOL_SRCS := tools/xalloc-stat/main.c tools/xalloc-stat/statfile.c src/stats_report.c
 STAT_TOOL_HDRS := tools/xalloc-stat/statfile.h src/stats_report.h include/xalloc_stats.h \
         include/xalloc_stats_file.h include/xalloc.h
