@@ -39,11 +39,6 @@ void *xa_os_remap_move(void *p, size_t old_size, size_t new_size, size_t align);
 /* Names an anonymous range in /proc/PID/maps ("[anon:name]"); silently does
  * nothing on kernels without PR_SET_VMA_ANON_NAME. */
 void xa_os_name_range(void *p, size_t size, const char *name);
-/* Binds a range to a NUMA node (MPOL_BIND-preferred) or interleaves it over
- * the nodes in mask. Returns 0 or errno; callers carry on on failure. */
-int xa_os_bind_node(void *p, size_t size, int node);
-int xa_os_interleave(void *p, size_t size, const unsigned long *nodemask,
-                     unsigned long maxnode);
 
 /* ---- processes, time, files (os_file.c) ---- */
 

@@ -19,11 +19,6 @@
 #define PR_SET_VMA 0x53564d41
 #define PR_SET_VMA_ANON_NAME 0
 #endif
-#ifndef MPOL_BIND
-#define MPOL_PREFERRED 1
-#define MPOL_BIND 2
-#define MPOL_INTERLEAVE 3
-#endif
 
 static void *raw_mmap(void *hint, size_t size, int prot, int flags)
 {
@@ -173,33 +168,4 @@ void xa_os_name_range(void *p, size_t size, const char *name)
         errno == EINVAL)
         __atomic_store_n(&unsupported, true, __ATOMIC_RELAXED);
     errno = saved;
-}
-
-int xa_os_bind_node(void *p, size_t size, int node)
-{
-    if (XA_FAULT_POINT(MBIND))
-        return EIO;
-    if (node < 0 || node >= 1024)
-        return EINVAL;
-    unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {0};
-    mask[node / (8 * sizeof(unsigned long))] |= 1UL << (node % (8 * sizeof(unsigned long)));
-    int saved = errno;
-    /* MPOL_PREFERRED: memory of the node when it has some, elsewhere when
-     * it is full, rather than the OOM killer. */
-    long rc = syscall(SYS_mbind, p, size, MPOL_PREFERRED, mask, 1024UL, 0);
-    int err = errno;
-    errno = saved;
-    return rc ? err : 0;
-}
-
-int xa_os_interleave(void *p, size_t size, const unsigned long *nodemask,
-                     unsigned long maxnode)
-{
-    if (XA_FAULT_POINT(MBIND))
-        return EIO;
-    int saved = errno;
-    long rc = syscall(SYS_mbind, p, size, MPOL_INTERLEAVE, nodemask, maxnode, 0);
-    int err = errno;
-    errno = saved;
-    return rc ? err : 0;
 }
