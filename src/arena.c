@@ -258,7 +258,7 @@ static void chunk_release(xa_arena *a, xa_chunk *c, unsigned path)
     /* Only pages that were in use count as purged; the rest of the chunk
      * was never touched or was purged before. */
     uint64_t resident = (uint64_t)s->dunits << XA_UNIT_SHIFT;
-    a->purged_by[path] += resident;
+    __atomic_fetch_add(&a->purged_by[path], resident, __ATOMIC_RELAXED);
     free_run_detach(a, s);
     if (c->prev)
         c->prev->next = c->next;
@@ -268,8 +268,8 @@ static void chunk_release(xa_arena *a, xa_chunk *c, unsigned path)
         c->next->prev = c->prev;
     a->nchunks--;
     a->huge_chunks -= c->huge_advised;
-    a->purged_bytes += resident;
-    a->npurge++;
+    __atomic_fetch_add(&a->purged_bytes, resident, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->npurge, 1, __ATOMIC_RELAXED);
     xa_chunkmap_set(c, XA_CHUNK_SIZE, NULL, XA_REGION_NONE);
     xa_os_unmap(c, XA_CHUNK_SIZE);
 }
@@ -377,9 +377,9 @@ static size_t purge_free_run(xa_arena *a, xa_slab *s, unsigned path)
     s->dunits = 0;
     s->dirty = 0;
     s->zeroed = zero;
-    a->purged_bytes += bytes;
-    a->purged_by[path] += bytes;
-    a->npurge++;
+    __atomic_fetch_add(&a->purged_bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->purged_by[path], bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->npurge, 1, __ATOMIC_RELAXED);
     bin_insert(a, s);
     return bytes;
 }
@@ -417,7 +417,7 @@ static void decay_run(xa_arena *a, uint64_t now, bool force, unsigned path)
         purge_free_run(a, s, path);
         s = next;
     }
-    a->purged_by[path] += huge_cache_purge(a, now, force);
+    __atomic_fetch_add(&a->purged_by[path], huge_cache_purge(a, now, force), __ATOMIC_RELAXED);
     /* Next check: when the oldest dirty run comes due, at most a decay
      * period (and at least 1 ms) away. */
     uint64_t step = decay_ns / 4 > 1000000u ? decay_ns / 4 : 1000000u;
@@ -449,7 +449,7 @@ uint64_t xa_arenas_dirty_bytes(void)
 size_t xa_arena_purge_all(xa_arena *a)
 {
     xa_lock_acquire(&a->lock);
-    uint64_t before = a->purged_bytes;
+    uint64_t before = __atomic_load_n(&a->purged_bytes, __ATOMIC_RELAXED);
     reclaim_abandoned(a);
     uint64_t now = xa_os_now_ns();
     /* Forced purge also takes clean-but-never-queued dirty runs of
@@ -467,7 +467,7 @@ size_t xa_arena_purge_all(xa_arena *a)
     a->purge_split = true;
     decay_run(a, now, true, XA_PURGE_TRIM);
     a->purge_split = false;
-    size_t purged = (size_t)(a->purged_bytes - before);
+    size_t purged = (size_t)(__atomic_load_n(&a->purged_bytes, __ATOMIC_RELAXED) - before);
     xa_lock_release(&a->lock);
     return purged;
 }
@@ -738,8 +738,8 @@ static void huge_unmap(xa_arena *a, xa_chunk *c)
 {
     size_t size = c->map_size;
     a->huge_mapped -= size;
-    a->purged_bytes += size;
-    a->npurge++;
+    __atomic_fetch_add(&a->purged_bytes, size, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->npurge, 1, __ATOMIC_RELAXED);
     xa_chunkmap_set(c, size, NULL, XA_REGION_NONE);
     xa_os_unmap(c, size);
 }
@@ -849,7 +849,7 @@ void xa_huge_free(xa_chunk *c)
         huge_unlink(&a->huge_cache, old);
         a->huge_cache_count--;
         a->huge_cache_bytes -= old->map_size;
-        a->purged_by[XA_PURGE_AT_FREE] += old->map_size;
+        __atomic_fetch_add(&a->purged_by[XA_PURGE_AT_FREE], old->map_size, __ATOMIC_RELAXED);
         huge_unmap(a, old);
     }
     if (keep) {
@@ -858,7 +858,7 @@ void xa_huge_free(xa_chunk *c)
         a->huge_cache_count++;
         a->huge_cache_bytes += c->map_size;
     } else {
-        a->purged_by[XA_PURGE_AT_FREE] += c->map_size;
+        __atomic_fetch_add(&a->purged_by[XA_PURGE_AT_FREE], c->map_size, __ATOMIC_RELAXED);
         huge_unmap(a, c);
     }
     xa_lock_release(&a->lock);
