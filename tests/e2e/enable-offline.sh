@@ -103,6 +103,8 @@ check "plain: without --conf, no XALLOC_CONF line" \
 check "enable with a stats_dir of the operator's" "$EN" --conf 'stats_dir:/var/tmp' plain
 check "plain: the operator's stats_dir is kept" \
     grep -qx 'Environment=XALLOC_CONF=stats_dir:/var/tmp' "$D/plain.service.d/xalloc.conf"
+check "--conf verbose:true is accepted (its option listing is no rejection)" \
+    "$EN" --conf 'verbose:true' plain
 check "disable plain" "$EN" --disable plain
 check "plain: drop-in and its directory removed" test ! -e "$D/plain.service.d"
 check "disable again is not an error" "$EN" --disable plain
