@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define XALLOC_STATS_VERSION_MAJOR 1
-#define XALLOC_STATS_VERSION_MINOR 1
+#define XALLOC_STATS_VERSION_MINOR 2
 #define XALLOC_STATS_MAX_ARENAS 256
 #define XALLOC_STATS_MAX_CLASSES 64
 
@@ -61,7 +61,10 @@
     X(huge_count, count, "live huge blocks")                                  \
     X(huge_bytes, bytes, "bytes in live huge blocks")                         \
     X(chunks, count, "chunks owned")                                          \
-    X(purged, bytes, "bytes purged since start")
+    X(purged, bytes, "bytes purged since start")                              \
+    X(resident, bytes, "bytes of the arena resident in RAM (estimate; 1.2)")  \
+    X(pages_sampled, count, "resident pages of its chunks last sampled for their node (1.2)") \
+    X(pages_off_node, count, "of those, pages the kernel placed on another node (1.2)")
 
 /* X(field, unit, description): per size class. */
 #define XALLOC_STATS_CLASS(X)                                                   \
@@ -76,7 +79,7 @@
 
 struct xalloc_stats_arena {
     XALLOC_STATS_ARENA(XALLOC_STATS_FIELD_)
-    uint64_t reserved[4];
+    uint64_t reserved[1];
 };
 
 struct xalloc_stats_class {

@@ -29,6 +29,7 @@
 
 #include "common.h"
 #include "config.h"
+#include "numa.h"
 #include "os.h"
 #include "os_stats.h"
 #include "stats_collect.h"
@@ -209,6 +210,14 @@ static uint32_t fill_config(struct xalloc_stats_file_config *cfg)
         xa_strlcpy(c->name, name ? name : "?", sizeof c->name);
         xa_strlcpy(c->source, source ? source : "?", sizeof c->source);
         k++;
+    }
+    /* What the numa option made of this machine: the mode in effect, the
+     * nodes arenas live on, the allowed and online nodes, libnuma. */
+    if (k < XALLOC_STATS_FILE_MAX_CONFIG) {
+        struct xalloc_stats_file_config *c = &cfg[k++];
+        xa_strlcpy(c->name, "numa_nodes", sizeof c->name);
+        xa_numa_describe(c->value, sizeof c->value);
+        xa_strlcpy(c->source, "detected", sizeof c->source);
     }
     return k;
 }

@@ -22,6 +22,33 @@ void xa_stats_collect_fork_prepare(void) { xa_lock_acquire(&collect_lock); }
 void xa_stats_collect_fork_parent(void) { xa_lock_release(&collect_lock); }
 void xa_stats_collect_fork_child(void) { xa_lock_reset(&collect_lock); }
 
+/* Resident pages of a's memory, sampled for the node the kernel put them
+ * on (move_pages in query mode): at most NUMA_SAMPLE_CHUNKS chunks and huge
+ * blocks per call, spread over the lists, eight pages of each. Only with
+ * placement on, and only here (statistics), never on an allocation path.
+ * Called under a's lock: the chunks cannot go away meanwhile. */
+#define NUMA_SAMPLE_CHUNKS 32u
+static void numa_sample(xa_arena *a, uint64_t *sampled, uint64_t *off)
+{
+    *sampled = *off = 0;
+    if (!xa_numa_active || a->node < 0)
+        return;
+    uint64_t n = a->nchunks + a->huge_count;
+    uint64_t step = n / NUMA_SAMPLE_CHUNKS + 1, k = 0;
+    xa_chunk *lists[2] = {a->chunks, a->huge_live};
+    for (int l = 0; l < 2; l++)
+        for (xa_chunk *c = lists[l]; c; c = c->next, k++) {
+            if (k % step)
+                continue;
+            size_t size = l ? c->map_size : XA_CHUNK_SIZE;
+            xa_numa_query_result r;
+            if (xa_numa_query(c, size, XA_ALIGN_UP(size / 8, XA_OS_PAGE), a->node, &r) != 0)
+                return;
+            *sampled += r.present;
+            *off += r.off_node;
+        }
+}
+
 void xa_stats_collect(struct xalloc_stats *out)
 {
     static uint64_t nmalloc[XA_NCLASSES], nfree[XA_NCLASSES];
@@ -38,7 +65,7 @@ void xa_stats_collect(struct xalloc_stats *out)
                  &large_cached);
 
     uint64_t class_slabs[XA_NCLASSES] = {0}, class_capacity[XA_NCLASSES] = {0};
-    uint64_t carved_bytes = 0, headers = 0;
+    uint64_t resident = 0;
     unsigned narenas = xa_narenas;
     if (narenas > XALLOC_STATS_MAX_ARENAS)
         narenas = XALLOC_STATS_MAX_ARENAS;
@@ -47,8 +74,10 @@ void xa_stats_collect(struct xalloc_stats *out)
         xa_arena *a = __atomic_load_n(&xa_arenas[i], __ATOMIC_ACQUIRE);
         struct xalloc_stats_arena *sa = i < narenas ? &out->arenas[i] : NULL;
         if (!a) {
-            if (sa)
-                sa->node = xa_numa_active ? i % (unsigned)xa_numa_nodes : 0;
+            if (sa) {
+                int id = xa_numa_active ? xa_numa_node_of_slot(xa_numa_arena_slot(i)) : 0;
+                sa->node = id < 0 ? 0 : (uint64_t)id;
+            }
             continue;
         }
         xa_lock_acquire(&a->lock);
@@ -64,8 +93,17 @@ void xa_stats_collect(struct xalloc_stats *out)
             carved += __atomic_load_n(&a->class_carved[c], __ATOMIC_RELAXED) * xa_classes[c].size;
         }
         uint64_t arena_allocated = a->large_bytes + a->huge_bytes;
+        /* Resident: carved pages of slabs, live large runs and dirty runs
+         * (all of a chunk under thp:always), live and cached huge
+         * mappings, and the chunk headers. Metadata is the process's. */
+        uint64_t arena_resident =
+            (xa_pages_thp ? chunk_bytes : carved + a->large_bytes + a->dirty_units * XA_UNIT_SIZE) +
+            a->huge_bytes + a->huge_cache_bytes + a->nchunks * XA_OS_PAGE;
         if (sa) {
-            sa->node = a->node < 0 ? 0 : (uint64_t)a->node;
+            int id = a->node < 0 ? 0 : xa_numa_node_of_slot(a->node);
+            sa->node = id < 0 ? 0 : (uint64_t)id;
+            sa->resident = arena_resident;
+            numa_sample(a, &sa->pages_sampled, &sa->pages_off_node);
             sa->threads = __atomic_load_n(&a->nthreads, __ATOMIC_RELAXED);
             sa->allocated = arena_allocated + (arena_small[i] > 0 ? (uint64_t)arena_small[i] : 0);
             sa->active = active;
@@ -98,8 +136,7 @@ void xa_stats_collect(struct xalloc_stats *out)
         out->huge_count += a->huge_count;
         out->huge_bytes += a->huge_bytes;
         out->requested += __atomic_load_n(&a->requested_big, __ATOMIC_RELAXED);
-        carved_bytes += xa_pages_thp ? chunk_bytes : carved + a->large_bytes;
-        headers += a->nchunks * XA_OS_PAGE;
+        resident += arena_resident;
         xa_lock_release(&a->lock);
     }
 
@@ -134,7 +171,7 @@ void xa_stats_collect(struct xalloc_stats *out)
         out->requested = out->allocated;
     out->metadata = xa_meta_mapped();
     out->mapped += out->metadata;
-    out->resident = carved_bytes + out->huge_bytes + headers + out->metadata;
+    out->resident = resident + out->metadata;
     if (out->resident > out->mapped)
         out->resident = out->mapped;
     out->nmalloc = small_malloc + nmalloc_big;

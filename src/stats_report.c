@@ -253,6 +253,61 @@ static unsigned clamp_classes(const struct xalloc_stats *s)
                                                        : s->classes_count;
 }
 
+/* ---- per NUMA node: the arenas summed by their node (format 1.2) ---- */
+
+#define NODE_FIELDS(X)                                                          \
+    X(arenas, count, "arenas whose memory is bound to the node")              \
+    X(threads, count, "threads bound to those arenas")                        \
+    X(allocated, bytes, "bytes in live blocks of the node's arenas")          \
+    X(active, bytes, "bytes of pages holding live blocks")                    \
+    X(resident, bytes, "bytes of the node's arenas resident in RAM (estimate)") \
+    X(dirty, bytes, "bytes free but resident")                                \
+    X(pages_sampled, count, "resident pages last sampled for their node")     \
+    X(pages_off_node, count, "of those, pages the kernel placed on another node")
+
+struct node_sum {
+    uint64_t node;
+#define NODE_MEMBER_(n, u, d) uint64_t n;
+    NODE_FIELDS(NODE_MEMBER_)
+};
+#define NODE_ROW(n, u, d) {#n, #u, d, offsetof(struct node_sum, n)},
+static const struct field node_fields[] = {NODE_FIELDS(NODE_ROW)};
+#define MAX_REPORT_NODES 64
+
+/* Sums s's arenas by node into out[], in order of node id; returns how
+ * many nodes. Files before format 1.2 have no per-arena resident bytes:
+ * 0 nodes, and the reports leave the section out. */
+static unsigned node_sums(const struct xalloc_stats *s, struct node_sum *out)
+{
+    if (s->version_major != 1 || s->version_minor < 2)
+        return 0;
+    unsigned n = 0, na = clamp_arenas(s);
+    for (unsigned a = 0; a < na; a++) {
+        const struct xalloc_stats_arena *sa = &s->arenas[a];
+        unsigned k = 0;
+        while (k < n && out[k].node < sa->node)
+            k++;
+        if (k == n || out[k].node != sa->node) {
+            if (n == MAX_REPORT_NODES)
+                continue;
+            for (unsigned j = n; j > k; j--)
+                out[j] = out[j - 1];
+            out[k] = (struct node_sum){.node = sa->node};
+            n++;
+        }
+        struct node_sum *ns = &out[k];
+        ns->arenas++;
+        ns->threads += sa->threads;
+        ns->allocated += sa->allocated;
+        ns->active += sa->active;
+        ns->resident += sa->resident;
+        ns->dirty += sa->dirty;
+        ns->pages_sampled += sa->pages_sampled;
+        ns->pages_off_node += sa->pages_off_node;
+    }
+    return n;
+}
+
 static int class_in_use(const struct xalloc_stats_class *c)
 {
     return c->live || c->slabs || c->nmalloc;
@@ -425,6 +480,25 @@ static void emit_text(struct out *o, const struct xalloc_stats *s,
         text_arena_table(o, s, 0);
     }
     end_line(o);
+
+    struct node_sum nodes[MAX_REPORT_NODES];
+    unsigned nn = node_sums(s, nodes);
+    if (nn > 1) {
+        put_str(o, "NUMA nodes (the arenas of each; off node: pages the kernel put elsewhere)");
+        end_line(o);
+        put_str(o, "   node");
+        for (size_t i = 0; i < NFIELDS(node_fields); i++)
+            put_col(o, node_fields[i].name, column_width(&node_fields[i]) + 1);
+        end_line(o);
+        for (unsigned j = 0; j < nn; j++) {
+            put_col(o, fmt_u64(b, nodes[j].node), 7);
+            for (size_t i = 0; i < NFIELDS(node_fields); i++)
+                text_value(o, &node_fields[i], field_value(&nodes[j], &node_fields[i]),
+                           column_width(&node_fields[i]) + 1);
+            end_line(o);
+        }
+        end_line(o);
+    }
 
     unsigned nc = clamp_classes(s), used = 0;
     for (unsigned i = 0; i < nc; i++)
@@ -648,6 +722,27 @@ static void emit_json(struct out *o, const struct xalloc_stats *s,
         }
         put_str(o, "  ],");
         end_line(o);
+        struct node_sum nodes[MAX_REPORT_NODES];
+        unsigned nn = node_sums(s, nodes);
+        if (nn) {
+            json_key(o, "  ", "nodes");
+            put_char(o, '[');
+            end_line(o);
+            for (unsigned j = 0; j < nn; j++) {
+                put_str(o, "    {\"node\": ");
+                put_u64(o, nodes[j].node);
+                for (size_t i = 0; i < NFIELDS(node_fields); i++) {
+                    put_str(o, ", ");
+                    json_string(o, node_fields[i].name);
+                    put_str(o, ": ");
+                    put_u64(o, field_value(&nodes[j], &node_fields[i]));
+                }
+                put_str(o, j + 1 < nn ? "}," : "}");
+                end_line(o);
+            }
+            put_str(o, "  ],");
+            end_line(o);
+        }
         unsigned nc = clamp_classes(s);
         json_key(o, "  ", "classes");
         put_char(o, '[');
@@ -817,6 +912,20 @@ static void emit_prometheus(struct out *o, const struct xalloc_stats *s,
                 put_u64(o, a);
                 put_str(o, "\"} ");
                 put_u64(o, field_value(&s->arenas[a], &arena_fields[i]));
+                end_line(o);
+            }
+        }
+        struct node_sum nodes[MAX_REPORT_NODES];
+        unsigned nn = node_sums(s, nodes);
+        for (size_t i = 0; nn && i < NFIELDS(node_fields); i++) {
+            prom_family(o, "node_", &node_fields[i]);
+            for (unsigned j = 0; j < nn; j++) {
+                prom_name(o, "node_", &node_fields[i]);
+                prom_labels(o, info);
+                put_str(o, ",node=\"");
+                put_u64(o, nodes[j].node);
+                put_str(o, "\"} ");
+                put_u64(o, field_value(&nodes[j], &node_fields[i]));
                 end_line(o);
             }
         }

@@ -5,7 +5,7 @@ any check failed or a guest did not finish, 0 otherwise.
 
 Besides the CHECK lines the probes print, it evaluates here the check that
 needs the host's tools: xalloc-stat's per-node bytes against the kernel's
-/proc/PID/numa_maps (within 5%). That check needs a per-node section in
+/proc/PID/numa_maps (within 5%), over the heap's own mappings. That check needs a per-node section in
 `xalloc-stat --json`: a list "nodes" of objects with "node" (the node id)
 and "resident" (bytes). Without it the check fails and says so.
 
@@ -21,13 +21,36 @@ def section(text, name):
     return m.group(1) if m else None
 
 
-def numa_maps_bytes(text):
-    """Resident bytes per node of the process's anonymous private memory
-    (the heap xalloc manages: its chunks and huge mappings), stacks left
-    out. numa_maps gives pages per node (N<k>=) and the page size."""
+def xalloc_vmas(maps):
+    """Start addresses of the mappings the kernel names [anon:xalloc...]
+    (PR_SET_VMA_ANON_NAME), or None when it names none (a kernel without
+    CONFIG_ANON_VMA_NAME)."""
+    if not maps:
+        return None
+    starts = set()
+    for line in maps.splitlines():
+        if "[anon:xalloc" in line:
+            starts.add(line.split("-", 1)[0].lstrip("0") or "0")
+    return starts or None
+
+
+def numa_maps_bytes(text, starts):
+    """Resident bytes per node of xalloc's heap (its chunks and huge
+    mappings). numa_maps gives pages per node (N<k>=) and the page size.
+    The heap's mappings are those named [anon:xalloc...] in maps; without
+    names, the anonymous mappings with a NUMA policy (xalloc binds each
+    chunk to its arena's node; thread stacks and other anonymous memory of
+    the program keep the default policy, and glibc writes the top of a new
+    thread's stack from the creating thread, so they are not the heap's)."""
     per = {}
     for line in text.splitlines():
         if "anon=" not in line or " stack" in line or "file=" in line:
+            continue
+        fields = line.split()
+        if starts is not None:
+            if (fields[0].lstrip("0") or "0") not in starts:
+                continue
+        elif len(fields) < 2 or fields[1] == "default":
             continue
         kb = re.search(r"kernelpagesize_kB=(\d+)", line)
         size = int(kb.group(1)) * 1024 if kb else 4096
@@ -51,7 +74,8 @@ def stats_check(text):
     if not isinstance(nodes, list) or not nodes:
         return (name, "FAIL", "xalloc-stat --json has no per-node section "
                 "(\"nodes\": [{\"node\", \"resident\"}]); per-node statistics not implemented yet")
-    kernel = numa_maps_bytes(nm)
+    starts = xalloc_vmas(section(text, "maps"))
+    kernel = numa_maps_bytes(nm, starts)
     bad, parts = [], []
     for entry in nodes:
         node = entry.get("node")
@@ -64,6 +88,7 @@ def stats_check(text):
             continue
         if abs(xs - k) > 0.05 * max(k, 1):
             bad.append(node)
+    parts.append("heap mappings by %s" % ("name" if starts is not None else "NUMA policy"))
     detail = "; ".join(parts) + (" (need each within 5%%; off: %s)" % bad if bad else " (each within 5%)")
     return (name, "FAIL" if bad else "PASS", detail)
 

@@ -92,12 +92,21 @@ if [ "$mode" = check ]; then
         i=$((i + 1))
     done
     sleep 1
+    cfg=$($X/xalloc-stat --config "$hold" 2>&1 | grep '^  numa_nodes' | tr -s ' ')
+    case $cfg in
+    *"numa_nodes on; arenas on nodes $want_nodes; allowed $want_nodes"*)
+        echo "CHECK stat_config_numa PASS xalloc-stat --config:$cfg" ;;
+    *) echo "CHECK stat_config_numa FAIL xalloc-stat --config has no numa_nodes line for nodes $want_nodes: ${cfg:-nothing}" ;;
+    esac
     echo "BEGIN stats_json"
     $X/xalloc-stat --json "$hold" 2>&1
     echo "END stats_json"
     echo "BEGIN numa_maps"
     cat /proc/$hold/numa_maps
     echo "END numa_maps"
+    echo "BEGIN maps"
+    cat /proc/$hold/maps
+    echo "END maps"
     kill $hold
     wait $hold 2>/dev/null
 fi
