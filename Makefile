@@ -47,7 +47,7 @@ LIB_CFLAGS := $(BASE_CFLAGS)
 # calls must not become builtins, and the fast path carries no stack
 # protector (it runs before TLS canaries are trustworthy in some loaders).
 LIB_FORCE_CFLAGS := -fno-builtin-malloc -fno-builtin-free -fno-builtin-calloc \
-        -fno-builtin-realloc -fno-stack-protector
+        -fno-builtin-realloc -fno-stack-protector -fno-tree-slp-vectorize
 CFLAGS ?=
 LDFLAGS ?=
 

@@ -35,11 +35,17 @@ enum xa_tf_state {
 
 typedef struct xa_block {
     uintptr_t next; /* encoded with the process secret */
+    uintptr_t mark; /* xa_heap_free_mark while the block is free, 0 once handed out */
 } xa_block;
 
-/* The secret every free-list link is XORed with (defined in heap.c, set
- * once by init before the first block exists). */
-extern uintptr_t xa_heap_secret;
+/* The secret every free-list link is XORed with, and the mark every free
+ * small block carries in its second word (defined in heap.c, set once by
+ * init before the first block exists). The mark is what tells a second
+ * free of a block from a first, whichever threads make them: a free block
+ * may sit on its slab's lists, its owner's delayed list or another
+ * thread's stack, which no other thread can walk. A live block carries it
+ * only if the program wrote that random 64-bit value there itself. */
+extern XA_HIDDEN uintptr_t xa_heap_secret, xa_heap_free_mark;
 
 struct xa_heap;
 struct xa_arena;

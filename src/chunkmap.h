@@ -31,10 +31,12 @@ extern uint8_t xa_region_kind[(size_t)1 << XA_REGION_BITS];
  * outside the 47-bit user space. */
 XA_FAST_PATH unsigned xa_region_of(const void *p)
 {
-    uintptr_t a = (uintptr_t)p;
-    if (xa_unlikely(a >> 47))
+    /* One shift serves the range test (user space is below 2^47) and
+     * the index. */
+    uintptr_t i = (uintptr_t)p >> XA_CHUNK_SHIFT;
+    if (xa_unlikely(i >= ((uintptr_t)1 << (47 - XA_CHUNK_SHIFT))))
         return XA_REGION_NONE;
-    return xa_region_kind[a >> XA_CHUNK_SHIFT];
+    return xa_region_kind[i];
 }
 
 /* The chunk owning address p, or NULL if p is not in allocator memory. */

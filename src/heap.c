@@ -30,7 +30,7 @@ xa_slab xa_slab_empty;
  * thread (and, the first time, the process) up. No init branch on the
  * fast path. */
 xa_heap xa_heap_empty = {.cur = {[0 ... XA_NCLASSES - 1] = &xa_slab_empty}};
-uintptr_t xa_heap_secret;
+uintptr_t xa_heap_secret, xa_heap_free_mark;
 __thread xa_heap *xa_tls_heap __attribute__((tls_model("initial-exec"))) = &xa_heap_empty;
 
 static xa_lock heaps_lock = XA_LOCK_INIT(XA_RANK_HEAPS);
@@ -141,9 +141,14 @@ static void extend(xa_slab *s)
         n = ci->batch;
     char *first = s->start + (size_t)s->capacity * s->block_size;
     char *b = first;
-    for (uint32_t i = 1; i < n; i++, b += s->block_size)
+    /* Carved blocks are free blocks: they carry the mark too, so a free
+     * of one that was never handed out is a double free like any other. */
+    for (uint32_t i = 1; i < n; i++, b += s->block_size) {
         ((xa_block *)b)->next = enc((uintptr_t)(b + s->block_size));
+        ((xa_block *)b)->mark = xa_heap_free_mark;
+    }
     ((xa_block *)b)->next = enc(s->free);
+    ((xa_block *)b)->mark = xa_heap_free_mark;
     s->free = (uintptr_t)first;
     s->capacity += n;
     xa_arena_note_carved(s, n);
@@ -212,18 +217,18 @@ static inline uintptr_t trim_mark(const xa_block *b)
 }
 
 /* Purges the pages of the free blocks of this heap's big-class slabs. A
- * mark in the block's second word avoids purging the same block twice; a
+ * mark in the block's third word avoids purging the same block twice; a
  * stale mark left by the program only means a block is not trimmed. */
 /* Purges the pages of one free block past its first (which holds the
  * link) and marks it so the owner's trim does not purge it again. */
 static size_t trim_block(xa_block *b, uint32_t block_size, unsigned path)
 {
     uintptr_t *words = (uintptr_t *)b;
-    if (words[1] == trim_mark(b))
+    if (words[2] == trim_mark(b))
         return 0;
     size_t len = block_size - XA_OS_PAGE;
     xa_pages_purge((char *)b + XA_OS_PAGE, len);
-    words[1] = trim_mark(b);
+    words[2] = trim_mark(b);
     xa_arena *a = xa_chunk_of(b)->arena;
     __atomic_fetch_add(&a->purged_by[path], len, __ATOMIC_RELAXED);
     __atomic_fetch_add(&a->purged_bytes, len, __ATOMIC_RELAXED);
@@ -360,6 +365,12 @@ void *xa_heap_malloc_slow(xa_heap *h, unsigned cls)
 
 void xa_heap_double_free_check(xa_slab *s, xa_block *b)
 {
+    /* The mark: free already, wherever it waits (this slab's lists, the
+     * delayed list, another thread's stack). */
+    if (xa_block_marked_free(b))
+        xa_fatal("free(): double free of %p (%u-byte block)", (void *)b, s->block_size);
+    /* The program may have written over the mark after the first free:
+     * the link then still says it, if the block is on this slab's lists. */
     uintptr_t target = (uintptr_t)b;
     uint32_t limit = s->reserved + 1;
     for (uintptr_t p = s->free; p && limit--; p = enc(((xa_block *)p)->next))
@@ -441,6 +452,13 @@ static void push_remote(xa_slab *s, xa_block *b)
 
 void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
 {
+    /* Freed already, by its owner or by another thread: this thread
+     * cannot walk the lists it may be on, the mark says it. */
+    if (xa_unlikely(xa_block_marked_free(b)))
+        xa_fatal("free(): double free of %p (%u-byte block, freed already by this or another "
+                 "thread)",
+                 (void *)b, s->block_size);
+    b->mark = xa_heap_free_mark;
     /* Counted against the block's arena, so per-arena live bytes stay
      * exact whichever thread frees. */
     __atomic_fetch_add(&xa_chunk_of(b)->arena->remote_nfree[s->cls], 1, __ATOMIC_RELAXED);

@@ -137,6 +137,7 @@ XA_FAST_PATH void *xa_heap_malloc_small(xa_heap *h, size_t size)
         return xa_heap_malloc_slow(h, cls);
     s->free = b->next ^ xa_heap_secret;
     b->next = 0; /* a live block never decodes to a free-list link */
+    b->mark = 0; /* nor carries the free mark */
     s->used++;
     h->nmalloc[cls]++;
     return b;
@@ -146,7 +147,7 @@ XA_FAST_PATH void *xa_heap_malloc_small(xa_heap *h, size_t size)
 XA_FAST_PATH bool xa_slab_is_block(const xa_slab *s, const void *p)
 {
     uint64_t rel = (uint32_t)((uintptr_t)p - (uintptr_t)s->start);
-    return rel * s->div_magic <= s->div_magic - 1;
+    return rel * s->div_magic < s->div_magic;
 }
 
 /* True when b's link field could be a free-list link of s: a block already
@@ -162,11 +163,20 @@ XA_FAST_PATH bool xa_slab_link_suspect(const xa_slab *s, const xa_block *b)
     return ((link ^ (uintptr_t)b) >> XA_CHUNK_SHIFT) == 0 || link == 0;
 }
 
+/* True when b carries the free mark: it is free already (a double free,
+ * or realloc of a freed block), or the program wrote the mark there. */
+XA_FAST_PATH bool xa_block_marked_free(const xa_block *b)
+{
+    return b->mark == xa_heap_free_mark;
+}
+
 /* Pushes b onto its slab's free list; the caller owns the slab and has
- * checked the block (xa_slab_is_block, xa_slab_link_suspect). */
+ * checked the block (xa_slab_is_block, xa_block_marked_free). */
 XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
 {
+    uintptr_t mark = xa_heap_free_mark; /* read before the stores: they may alias it */
     b->next = s->free ^ xa_heap_secret;
+    b->mark = mark;
     s->free = (uintptr_t)b;
     h->nfree[s->cls]++;
     if (xa_unlikely(--s->used == 0)) {

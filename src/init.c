@@ -55,6 +55,18 @@ static uintptr_t random_secret(void)
     return v ? v : (uintptr_t)0x5bd1e99500000000ULL;
 }
 
+/* The free mark: the other 8 random bytes, so that reading a freed block
+ * tells nothing of the secret. Never 0 (the mark of a live block). */
+static uintptr_t random_free_mark(void)
+{
+    const uint8_t *r = (const uint8_t *)getauxval(AT_RANDOM);
+    uintptr_t v = ((uintptr_t)xa_os_now_ns() + 0x632be59bd9b4e019ULL) * 0xbf58476d1ce4e5b9ULL;
+    if (r)
+        for (unsigned i = 0; i < 8; i++)
+            v ^= (uintptr_t)r[i] << (8 * i);
+    return v ? v : (uintptr_t)0x46726565644d726bULL;
+}
+
 bool xa_init_process(void)
 {
     if (xa_likely(__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 2))
@@ -66,6 +78,7 @@ bool xa_init_process(void)
     if (init_state == 0) {
         init_state = 1;
         xa_heap_secret = random_secret();
+        xa_heap_free_mark = random_free_mark();
         xa_config_init();
         xa_malloc_boot();
         xa_numa_boot();

@@ -261,12 +261,14 @@ static XA_NOINLINE void free_generic(xa_chunk *c, void *p)
     switch (s->kind) {
     case XA_RUN_SMALL:
         if (s->heap == h) {
-            if (xa_slab_link_suspect(s, p))
+            if (xa_block_marked_free(p) || xa_slab_link_suspect(s, p))
                 xa_heap_double_free_check(s, p);
             if (junk)
                 memset((char *)p + sizeof(xa_block), 0x5a, s->block_size - sizeof(xa_block));
             xa_heap_free_owned(h, s, p);
         } else {
+            if (xa_block_marked_free(p)) /* before the junk fill wipes the mark */
+                xa_heap_double_free_check(s, p);
             if (junk)
                 memset((char *)p + sizeof(xa_block), 0x5a, s->block_size - sizeof(xa_block));
             xa_heap_free_remote(h, s, p);
@@ -319,11 +321,15 @@ XA_FAST_PATH void free_inline(void *p)
     if (xa_likely(xa_region_of(p) == XA_REGION_RUNS && !junk)) {
         xa_chunk *c = xa_chunk_of(p);
         xa_slab *s = xa_run_of(c, p);
+        /* One register for the descriptor: without this gcc folds its
+         * address into each field's displacement and computes it again
+         * (five instructions) for the tests after the push. */
+        __asm__("" : "+r"(s));
         xa_heap *h = xa_tls_heap;
         /* The owner's push, when the pointer is a block boundary and not a
          * suspected double free; everything else is sorted out (and
          * reported) by free_slow. */
-        if (xa_likely(s->heap == h && xa_slab_is_block(s, p) && !xa_slab_link_suspect(s, p))) {
+        if (xa_likely(s->heap == h && xa_slab_is_block(s, p) && !xa_block_marked_free(p))) {
             xa_heap_free_owned(h, s, p);
             return;
         }
@@ -341,7 +347,8 @@ static XA_NOINLINE void *junk_realloc(void *p, size_t size)
     if (!c)
         invalid_pointer("realloc", p);
     xa_slab *s = run_or_huge(c, p);
-    if (s->kind == XA_RUN_SMALL && s->heap == xa_tls_heap && xa_slab_link_suspect(s, p))
+    if (s->kind == XA_RUN_SMALL && (xa_block_marked_free(p) ||
+                                    (s->heap == xa_tls_heap && xa_slab_link_suspect(s, p))))
         xa_heap_double_free_check(s, p); /* realloc of a freed block */
     size_t old = junk_request(p, block_usable("realloc", c, p));
     if (old == SIZE_MAX)
@@ -483,7 +490,7 @@ static void *realloc_impl(void *p, size_t size)
         xa_slab *s = xa_run_of(xa_chunk_of(p), p);
         if (s->kind == XA_RUN_SMALL && xa_slab_is_block(s, p) &&
             (uintptr_t)p - (uintptr_t)s->start < (uintptr_t)s->capacity * s->block_size &&
-            size <= s->block_size && size > s->block_size / 2)
+            size <= s->block_size && size > s->block_size / 2 && !xa_block_marked_free(p))
             return p;
     }
     xa_chunk *c = xa_chunkmap_lookup(p);
@@ -501,6 +508,11 @@ static void *realloc_impl(void *p, size_t size)
      * size class it passes through. */
     bool grow_as_run = size > old && size > REALLOC_RUN_MIN && size <= XA_LARGE_MAX;
     if (s->kind == XA_RUN_SMALL) {
+        /* A block whose first word decodes to a free-list link may be a
+         * freed one: the owner can tell by walking its lists (a freed
+         * block handed back here would be handed out twice). */
+        if (xa_block_marked_free(p) || (s->heap == h && xa_slab_link_suspect(s, p)))
+            xa_heap_double_free_check(s, p);
         /* Same block while the new size still uses at least half of it. */
         if (size <= old && size > old / 2)
             return p;

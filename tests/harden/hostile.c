@@ -49,6 +49,18 @@ static void free_in_thread(void)
     pthread_join(t, NULL);
 }
 
+/* Frees shared and stays alive (its heap keeps the block for its next
+ * malloc) until main has made its own free. */
+static pthread_barrier_t kept_bar;
+static void *thread_free_and_stay(void *arg)
+{
+    (void)arg;
+    free_fn(shared);
+    pthread_barrier_wait(&kept_bar);
+    pthread_barrier_wait(&kept_bar);
+    return NULL;
+}
+
 static void *thread_malloc(void *arg)
 {
     (void)arg;
@@ -134,6 +146,21 @@ int main(int argc, char **argv)
         shared = malloc_fn(48);
         free_in_thread();
         free_fn(shared);
+    } else if (!strcmp(c, "double-free-kept-owner")) {
+        /* Thread B frees the owner's block and keeps it for its own next
+         * malloc (a stack no other thread can walk); the owner frees it. */
+        shared = malloc_fn(48);
+        pthread_t t;
+        pthread_barrier_init(&kept_bar, NULL, 2);
+        pthread_create(&t, NULL, thread_free_and_stay, NULL);
+        pthread_barrier_wait(&kept_bar);
+        free_fn(shared);
+        pthread_barrier_wait(&kept_bar);
+        pthread_join(t, NULL);
+    } else if (!strcmp(c, "free-never-allocated")) {
+        /* The next block of the slab: carved, never handed out. */
+        char *p = malloc_fn(64);
+        free_fn(p + 64);
     } else if (!strcmp(c, "double-free-owner-remote")) {
         shared = malloc_fn(48);
         free_fn(shared);
