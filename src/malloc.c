@@ -249,6 +249,19 @@ static XA_NOINLINE void free_slow(xa_chunk *c, void *p)
     free_generic(c, p);
 }
 
+/* From the fast path (p in chunk c's 2 MiB, s its run, not junk mode):
+ * another thread's small block goes straight to the remote free, which
+ * checks the mark; everything else to free_generic. */
+static XA_NOINLINE void free_not_owned(xa_chunk *c, xa_slab *s, void *p)
+{
+    if (xa_likely(s->kind == XA_RUN_SMALL && s->heap != xa_tls_heap && xa_slab_is_block(s, p) &&
+                  (uintptr_t)p - (uintptr_t)s->start < (uintptr_t)s->capacity * s->block_size)) {
+        xa_heap_free_remote(xa_tls_heap, s, p);
+        return;
+    }
+    free_generic(c, p);
+}
+
 /* Everything else: validation with a report, owner frees that looked like
  * double frees, junk filling, large and huge blocks. */
 static XA_NOINLINE void free_generic(xa_chunk *c, void *p)
@@ -333,7 +346,7 @@ XA_FAST_PATH void free_inline(void *p)
             xa_heap_free_owned(h, s, p);
             return;
         }
-        free_slow(c, p);
+        free_not_owned(c, s, p);
         return;
     }
     free_other(p);
