@@ -450,6 +450,18 @@ static void push_remote(xa_slab *s, xa_block *b)
     }
 }
 
+/* A thread freeing many big blocks of other threads (a mass delete)
+ * purges them as it goes: their owners may be idle and would keep the
+ * pages until their next slow path. Hand-offs in steady state stay under
+ * the allowance, which each upkeep of this heap renews. Out of line: the
+ * remote free of small blocks keeps a short frame. */
+static XA_NOINLINE void remote_trim(xa_heap *h, xa_slab *s, xa_block *b)
+{
+    if ((h->remote_trim_pending += s->block_size) > TRIM_ALLOWANCE &&
+        !xa_chunk_of(s)->huge_advised)
+        h->trimmed_bytes += trim_block(b, s->block_size, XA_PURGE_AT_FREE);
+}
+
 void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
 {
     /* Freed already, by its owner or by another thread: this thread
@@ -463,14 +475,8 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
      * exact whichever thread frees. */
     __atomic_fetch_add(&xa_chunk_of(b)->arena->remote_nfree[s->cls], 1, __ATOMIC_RELAXED);
     unsigned cls = s->cls;
-    /* A thread freeing many big blocks of other threads (a mass delete)
-     * purges them as it goes: their owners may be idle and would keep the
-     * pages until their next slow path. Hand-offs in steady state stay
-     * under the allowance, which each upkeep of this heap renews. */
-    if ((s->in_full & XA_SLAB_TRIM) && h != &xa_heap_empty &&
-        (h->remote_trim_pending += s->block_size) > TRIM_ALLOWANCE &&
-        !xa_chunk_of(s)->huge_advised)
-        h->trimmed_bytes += trim_block(b, s->block_size, XA_PURGE_AT_FREE);
+    if (xa_unlikely(s->in_full & XA_SLAB_TRIM) && h != &xa_heap_empty)
+        remote_trim(h, s, b);
     /* Under NUMA only blocks of this heap's node are kept: a block of
      * another node goes back to its owner, whose threads run there. */
     if (h != &xa_heap_empty && cls < XA_FOREIGN_CLASSES &&
@@ -480,16 +486,7 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
         if (n < foreign_limit(h, cls)) {
             /* Keep it for this thread's next malloc of the class. The slab
              * still counts it as in use, so nothing changes for its owner.
-             * A block already on the stack links to another block of ours
-             * or to nothing: only then scan for a second free. */
-            uintptr_t link = b->next ^ xa_heap_secret;
-            if (xa_unlikely(link == 0 || xa_region_of((void *)link) != XA_REGION_NONE)) {
-                uint32_t k = n;
-                for (uintptr_t p = f->free; p && k--; p = enc(((xa_block *)p)->next))
-                    if (p == (uintptr_t)b)
-                        xa_fatal("free(): double free of %p (%u-byte block)", (void *)b,
-                                 s->block_size);
-            }
+             * (A second free of it while it waits here finds the mark.) */
             b->next = enc(f->free);
             f->free = (uintptr_t)b;
             f->reserved++;

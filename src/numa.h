@@ -27,8 +27,8 @@
 
 /* Number of slots (>= 1) and whether placement is in force (numa:on with
  * more than one slot, or numa:interleave with more than one allowed node). */
-extern int xa_numa_nodes;
-extern bool xa_numa_active;
+extern XA_HIDDEN int xa_numa_nodes;
+extern XA_HIDDEN bool xa_numa_active;
 
 /* Reads the topology (sysfs, /proc/self/status, get_mempolicy) with raw
  * system calls; no allocation, no libnuma. Called by init before arenas
