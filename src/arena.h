@@ -65,7 +65,8 @@ typedef struct xa_arena {
     /* Allocation counts of blocks of this arena: those of exited heaps
      * (under the heap-list lock) and frees by other threads (atomic). */
     uint64_t dead_nmalloc[XA_NCLASSES], dead_nfree[XA_NCLASSES];
-    uint64_t remote_nfree[XA_NCLASSES];
+    uint64_t remote_nfree[XA_NCLASSES]; /* by threads without a heap */
+    uint64_t remote_freed_bytes;        /* atomic: bytes handed over by heaps (remote_bytes) */
 } xa_arena;
 
 extern unsigned xa_narenas;

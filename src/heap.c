@@ -39,12 +39,14 @@ static uint64_t heaps_count;
 /* Counters of heaps that have exited, and of frees by threads that never
  * had a heap. */
 static uint64_t dead_nmalloc_big, dead_nfree_big, dead_nrealloc;
+static uint64_t dead_remote_nfree[XA_NCLASSES]; /* class totals only */
 static uint64_t next_global_decay_ns;
 
 static inline uintptr_t enc(uintptr_t p) { return p ^ xa_heap_secret; }
 
 static bool large_cache_flush(xa_heap *h, uint64_t now, bool force);
 static void make_room(xa_heap *h);
+static void remote_flush(xa_heap *h);
 
 /* A clock read on slow paths (upkeep) and used to stamp parked large
  * blocks: stamping them with a real clock read would cost a vDSO call on
@@ -260,6 +262,7 @@ void xa_heap_upkeep(xa_heap *h)
     uint64_t now = xa_os_now_ns();
     __atomic_store_n(&coarse_now_ns, now, __ATOMIC_RELAXED);
     h->remote_trim_pending = 0;
+    remote_flush(h);
     /* The heap's own free lists are private: only this thread can trim
      * them, background thread or not. */
     uint64_t decay_ns = (uint64_t)__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) * 1000000u;
@@ -450,6 +453,16 @@ static void push_remote(xa_slab *s, xa_block *b)
     }
 }
 
+/* Hands the bytes of other threads' blocks freed by h to their arena. */
+static void remote_flush(xa_heap *h)
+{
+    if (!h->remote_bytes)
+        return;
+    xa_arena *a = __atomic_load_n(&xa_arenas[h->remote_arena], __ATOMIC_ACQUIRE);
+    __atomic_fetch_add(&a->remote_freed_bytes, h->remote_bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->remote_bytes, 0, __ATOMIC_RELAXED);
+}
+
 /* A thread freeing many big blocks of other threads (a mass delete)
  * purges them as it goes: their owners may be idle and would keep the
  * pages until their next slow path. Hand-offs in steady state stay under
@@ -471,10 +484,20 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
                  "thread)",
                  (void *)b, s->block_size);
     b->mark = xa_heap_free_mark;
-    /* Counted against the block's arena, so per-arena live bytes stay
-     * exact whichever thread frees. */
-    __atomic_fetch_add(&xa_chunk_of(b)->arena->remote_nfree[s->cls], 1, __ATOMIC_RELAXED);
     unsigned cls = s->cls;
+    /* Counted against the block's arena, so per-arena live bytes stay
+     * exact whichever thread frees (see remote_bytes). */
+    xa_arena *owner = xa_chunk_of(b)->arena;
+    if (xa_likely(h != &xa_heap_empty)) {
+        h->remote_nfree[cls]++;
+        if (xa_unlikely(owner->index != h->remote_arena)) {
+            remote_flush(h);
+            h->remote_arena = owner->index;
+        }
+        h->remote_bytes += s->block_size;
+    } else {
+        __atomic_fetch_add(&owner->remote_nfree[cls], 1, __ATOMIC_RELAXED);
+    }
     if (xa_unlikely(s->in_full & XA_SLAB_TRIM) && h != &xa_heap_empty)
         remote_trim(h, s, b);
     /* Under NUMA only blocks of this heap's node are kept: a block of
@@ -850,7 +873,10 @@ static void heap_release_all(xa_heap *h)
  * Pre: heaps_lock held. */
 static void heap_retire_counters(xa_heap *h)
 {
+    remote_flush(h);
     for (unsigned c = 0; c < XA_NCLASSES; c++) {
+        dead_remote_nfree[c] += h->remote_nfree[c];
+        h->remote_nfree[c] = 0;
         h->arena->dead_nmalloc[c] += h->nmalloc[c];
         h->arena->dead_nfree[c] += h->nfree[c];
         h->nmalloc[c] = h->nfree[c] = 0;
@@ -926,13 +952,16 @@ void xa_heaps_sum(uint64_t *nmalloc, uint64_t *nfree, int64_t *arena_small_bytes
     uint64_t cached = 0;
     xa_lock_acquire(&heaps_lock);
     uint64_t big_m = dead_nmalloc_big, big_f = dead_nfree_big, re = dead_nrealloc;
-    for (unsigned c = 0; c < XA_NCLASSES; c++)
-        nmalloc[c] = nfree[c] = 0;
+    for (unsigned c = 0; c < XA_NCLASSES; c++) {
+        nmalloc[c] = 0;
+        nfree[c] = dead_remote_nfree[c];
+    }
     for (unsigned i = 0; i < xa_narenas; i++) {
         arena_small_bytes[i] = 0;
         xa_arena *a = __atomic_load_n(&xa_arenas[i], __ATOMIC_ACQUIRE);
         if (!a)
             continue;
+        arena_small_bytes[i] -= (int64_t)__atomic_load_n(&a->remote_freed_bytes, __ATOMIC_RELAXED);
         for (unsigned c = 0; c < XA_NCLASSES; c++) {
             uint64_t m = a->dead_nmalloc[c];
             uint64_t f = a->dead_nfree[c] + __atomic_load_n(&a->remote_nfree[c], __ATOMIC_RELAXED);
@@ -948,7 +977,11 @@ void xa_heaps_sum(uint64_t *nmalloc, uint64_t *nfree, int64_t *arena_small_bytes
             nmalloc[c] += m;
             nfree[c] += f;
             arena_small_bytes[h->arena->index] += (int64_t)(m - f) * (int64_t)xa_classes[c].size;
+            nfree[c] += __atomic_load_n(&h->remote_nfree[c], __ATOMIC_RELAXED);
         }
+        unsigned ra = __atomic_load_n(&h->remote_arena, __ATOMIC_RELAXED);
+        if (ra < xa_narenas)
+            arena_small_bytes[ra] -= (int64_t)__atomic_load_n(&h->remote_bytes, __ATOMIC_RELAXED);
         big_m += __atomic_load_n(&h->nmalloc_big, __ATOMIC_RELAXED);
         big_f += __atomic_load_n(&h->nfree_big, __ATOMIC_RELAXED);
         re += __atomic_load_n(&h->nrealloc, __ATOMIC_RELAXED);

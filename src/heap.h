@@ -49,6 +49,14 @@ typedef struct xa_heap {
     uint64_t trimmed_bytes;        /* bytes of free blocks purged (statistics) */
     uint64_t trim_pending;         /* big-class bytes freed since the last trim */
     uint64_t remote_trim_pending;  /* big blocks of others freed since the last upkeep */
+    /* Frees of other threads' small blocks, counted here by this thread
+     * alone (no atomic on a line other freeing threads share): per class
+     * for the class totals, and as bytes owed to the arena remote_arena,
+     * handed to it when the next block is of another arena and at each
+     * upkeep, so its live bytes follow within one upkeep. */
+    uint64_t remote_nfree[XA_NCLASSES];
+    uint64_t remote_bytes;
+    unsigned remote_arena;
     xa_numa_thread numa;           /* node last seen by the slow path */
 } xa_heap;
 
