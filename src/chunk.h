@@ -35,7 +35,7 @@ enum xa_tf_state {
 
 typedef struct xa_block {
     uintptr_t next; /* encoded with the process secret */
-    uintptr_t mark; /* xa_heap_free_mark while the block is free, 0 once handed out */
+    uintptr_t mark; /* xa_free_mark_of(block) while free, 0 once handed out */
 } xa_block;
 
 /* The secret every free-list link is XORed with, and the mark every free
@@ -46,6 +46,14 @@ typedef struct xa_block {
  * thread's stack, which no other thread can walk. A live block carries it
  * only if the program wrote that random 64-bit value there itself. */
 extern XA_HIDDEN uintptr_t xa_heap_secret, xa_heap_free_mark;
+
+/* The mark of the free block at b: it depends on the address, so that a
+ * stale mark copied elsewhere (realloc or the program copying bytes it
+ * never wrote, from memory that once held free blocks) is no mark there. */
+static inline uintptr_t xa_free_mark_of(const void *b)
+{
+    return xa_heap_free_mark ^ (uintptr_t)b;
+}
 
 struct xa_heap;
 struct xa_arena;

@@ -147,10 +147,10 @@ static void extend(xa_slab *s)
      * of one that was never handed out is a double free like any other. */
     for (uint32_t i = 1; i < n; i++, b += s->block_size) {
         ((xa_block *)b)->next = enc((uintptr_t)(b + s->block_size));
-        ((xa_block *)b)->mark = xa_heap_free_mark;
+        ((xa_block *)b)->mark = xa_free_mark_of(b);
     }
     ((xa_block *)b)->next = enc(s->free);
-    ((xa_block *)b)->mark = xa_heap_free_mark;
+    ((xa_block *)b)->mark = xa_free_mark_of(b);
     s->free = (uintptr_t)first;
     s->capacity += n;
     xa_arena_note_carved(s, n);
@@ -483,7 +483,7 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
         xa_fatal("free(): double free of %p (%u-byte block, freed already by this or another "
                  "thread)",
                  (void *)b, s->block_size);
-    b->mark = xa_heap_free_mark;
+    b->mark = xa_free_mark_of(b);
     unsigned cls = s->cls;
     /* Counted against the block's arena, so per-arena live bytes stay
      * exact whichever thread frees (see remote_bytes). */

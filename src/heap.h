@@ -175,14 +175,14 @@ XA_FAST_PATH bool xa_slab_link_suspect(const xa_slab *s, const xa_block *b)
  * or realloc of a freed block), or the program wrote the mark there. */
 XA_FAST_PATH bool xa_block_marked_free(const xa_block *b)
 {
-    return b->mark == xa_heap_free_mark;
+    return b->mark == xa_free_mark_of(b);
 }
 
 /* Pushes b onto its slab's free list; the caller owns the slab and has
  * checked the block (xa_slab_is_block, xa_block_marked_free). */
 XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
 {
-    uintptr_t mark = xa_heap_free_mark; /* read before the stores: they may alias it */
+    uintptr_t mark = xa_free_mark_of(b); /* read before the stores: they may alias it */
     b->next = s->free ^ xa_heap_secret;
     b->mark = mark;
     s->free = (uintptr_t)b;

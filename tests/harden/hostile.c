@@ -81,6 +81,34 @@ int main(int argc, char **argv)
     if (!strcmp(c, "free-before-init")) {
         free_fn(stack_buf);
         return 0;
+    } else if (!strcmp(c, "copy-stale-bytes")) {
+        /* Regression (prof deadlock test, prof_sample:1): realloc of a large
+         * block to a small one copied bytes the program never wrote, from a
+         * run that had held freed small blocks, and their free marks with
+         * them: the new block's free was then taken for a double free.
+         * Fill a run with 3 KiB blocks, free them, take a large block
+         * (likely that run), copy its unwritten bytes into small blocks
+         * and free those: all of it must pass. */
+        enum { NB = 200 };
+        static void *b[NB];
+        for (int i = 0; i < NB; i++)
+            b[i] = malloc_fn(3072);
+        for (int i = 0; i < NB; i++)
+            free_fn(b[i]);
+        int stale = 0;
+        for (int round = 0; round < 8; round++) {
+            unsigned char *big = malloc_fn(256 * 1024);
+            for (size_t o = 0; o + 3072 <= 256 * 1024; o += 3072) {
+                stale += big[o + 8] != 0;
+                void *q = malloc_fn(3000);
+                memcpy(q, big + o, 3000);
+                free_fn(q);
+            }
+            void *r = realloc_fn(big, 3000); /* large to small: a copy */
+            free_fn(r);
+        }
+        printf("copy-stale-bytes: %d copies carried stale bytes\n", stale);
+        return 0;
     } else if (!strcmp(c, "free-stack")) {
         free_fn(stack_buf);
     } else if (!strcmp(c, "free-global")) {
