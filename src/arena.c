@@ -1,4 +1,5 @@
-/* arena.c: chunks, runs, large and huge blocks, decay. See arena.h.
+/* arena.c: chunks, runs (slabs and large blocks), decay. Huge blocks are
+ * in huge.c. See arena.h.
  * Layer: above chunkmap, pages, numa, meta, os; below heap. */
 #include "arena.h"
 
@@ -16,11 +17,6 @@ xa_arena *xa_arenas[XA_MAX_ARENAS];
 bool xa_arena_dirty_pending;
 static xa_lock arenas_create_lock = XA_LOCK_INIT(XA_RANK_ARENA_LIST);
 
-/* Huge blocks kept after free, per arena, for the free-then-malloc pattern. */
-#define HUGE_CACHE_MAX_COUNT 8
-/* Bigger blocks are unmapped at once: reusing them saves little next to
- * their size, and holding them makes RSS lag far behind the program. */
-#define HUGE_CACHE_MAX_BLOCK ((size_t)8 << 20)
 
 void xa_arena_boot(unsigned narenas)
 {
@@ -384,7 +380,7 @@ static size_t purge_free_run(xa_arena *a, xa_slab *s, unsigned path)
     return bytes;
 }
 
-static uint64_t dirty_allowance_units(const xa_arena *a)
+uint64_t xa_arena_dirty_allowance_units(const xa_arena *a)
 {
     uint64_t share = a->used_units / 8;
     return share > XA_DIRTY_FLOOR_UNITS ? share : XA_DIRTY_FLOOR_UNITS;
@@ -395,7 +391,7 @@ static uint64_t dirty_allowance_units(const xa_arena *a)
  * program freeing and allocating in a loop takes again) stay. */
 static void purge_excess(xa_arena *a)
 {
-    uint64_t allow = dirty_allowance_units(a);
+    uint64_t allow = xa_arena_dirty_allowance_units(a);
     if (xa_likely(a->dirty_units <= allow))
         return;
     for (xa_slab *s = a->dirty_head; s && a->dirty_units > allow / 2;) {
@@ -405,7 +401,6 @@ static void purge_excess(xa_arena *a)
     }
 }
 
-static size_t huge_cache_purge(xa_arena *a, uint64_t now, bool force);
 static size_t reclaim_abandoned(xa_arena *a);
 
 static void decay_run(xa_arena *a, uint64_t now, bool force, unsigned path)
@@ -417,7 +412,7 @@ static void decay_run(xa_arena *a, uint64_t now, bool force, unsigned path)
         purge_free_run(a, s, path);
         s = next;
     }
-    __atomic_fetch_add(&a->purged_by[path], huge_cache_purge(a, now, force), __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->purged_by[path], xa_huge_cache_purge(a, now, force), __ATOMIC_RELAXED);
     /* Next check: when the oldest dirty run comes due, at most a decay
      * period (and at least 1 ms) away. */
     uint64_t step = decay_ns / 4 > 1000000u ? decay_ns / 4 : 1000000u;
@@ -710,221 +705,6 @@ bool xa_arena_large_resize(xa_chunk *c, xa_slab *s, size_t new_size)
     }
     xa_lock_release(&a->lock);
     return ok;
-}
-
-/* ---- huge ---- */
-
-static void huge_link(xa_chunk **list, xa_chunk *c)
-{
-    c->prev = NULL;
-    c->next = *list;
-    if (*list)
-        (*list)->prev = c;
-    *list = c;
-}
-
-static void huge_unlink(xa_chunk **list, xa_chunk *c)
-{
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        *list = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    c->next = c->prev = NULL;
-}
-
-static void huge_unmap(xa_arena *a, xa_chunk *c)
-{
-    size_t size = c->map_size;
-    a->huge_mapped -= size;
-    __atomic_fetch_add(&a->purged_bytes, size, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&a->npurge, 1, __ATOMIC_RELAXED);
-    xa_chunkmap_set(c, size, NULL, XA_REGION_NONE);
-    xa_os_unmap(c, size);
-}
-
-static size_t huge_cache_purge(xa_arena *a, uint64_t now, bool force)
-{
-    uint64_t decay_ns = (uint64_t)xa_opt.decay_ms * 1000000u;
-    size_t bytes = 0;
-    for (xa_chunk *c = a->huge_cache; c;) {
-        xa_chunk *next = c->next;
-        if (force || now - c->freed_ns >= decay_ns) {
-            huge_unlink(&a->huge_cache, c);
-            a->huge_cache_count--;
-            a->huge_cache_bytes -= c->map_size;
-            bytes += c->map_size;
-            huge_unmap(a, c);
-        }
-        c = next;
-    }
-    return bytes;
-}
-
-void *xa_huge_alloc(xa_arena *a, size_t size, size_t align, bool zero)
-{
-    size_t off = align > XA_HUGE_HEADER ? align : XA_HUGE_HEADER;
-    size_t need = off + size;
-    if (need < size || need > ((size_t)1 << 46))
-        return NULL;
-    size_t map_size = XA_ALIGN_UP(need, XA_OS_PAGE);
-    size_t map_align = align > XA_CHUNK_SIZE ? align : XA_CHUNK_SIZE;
-    xa_chunk *c = NULL;
-    if (off == XA_HUGE_HEADER) {
-        xa_lock_acquire(&a->lock);
-        /* Best fit among cached mappings no more than 25% too big. */
-        xa_chunk *best = NULL;
-        for (xa_chunk *h = a->huge_cache; h; h = h->next)
-            if (h->map_size >= map_size && h->map_size - map_size <= map_size / 4 &&
-                (!best || h->map_size < best->map_size))
-                best = h;
-        if (best) {
-            huge_unlink(&a->huge_cache, best);
-            a->huge_cache_count--;
-            a->huge_cache_bytes -= best->map_size;
-            c = best;
-        }
-        xa_lock_release(&a->lock);
-        if (c && zero)
-            memset((char *)c + off, 0, size);
-    }
-    if (!c) {
-        c = xa_os_map_aligned(map_size, map_align);
-        if (!c)
-            return NULL;
-        c->huge_advised = xa_pages_prepare(c, map_size, a->node, false);
-        c->magic = XA_CHUNK_MAGIC;
-        c->arena = a;
-        c->map_size = map_size;
-        c->slabs[0].kind = XA_RUN_HUGE;
-        c->slabs[0].units = 1;
-        if (!xa_chunkmap_set(c, map_size, c, XA_REGION_HUGE)) {
-            xa_chunkmap_set(c, map_size, NULL, XA_REGION_NONE);
-            xa_os_unmap(c, map_size);
-            return NULL;
-        }
-        xa_lock_acquire(&a->lock);
-        a->huge_mapped += map_size;
-        xa_lock_release(&a->lock);
-    }
-    c->huge_ptr = (char *)c + off;
-    c->huge_size = c->map_size - off;
-    c->huge_request = size;
-    xa_lock_acquire(&a->lock);
-    huge_link(&a->huge_live, c);
-    a->huge_count++;
-    a->huge_bytes += c->huge_size;
-    __atomic_fetch_add(&a->requested_big, size, __ATOMIC_RELAXED);
-    xa_lock_release(&a->lock);
-    return c->huge_ptr;
-}
-
-void xa_huge_free(xa_chunk *c)
-{
-    xa_arena *a = c->arena;
-    xa_lock_acquire(&a->lock);
-    if (xa_unlikely(!c->huge_ptr)) {
-        xa_lock_release(&a->lock);
-        xa_fatal("free(): double free of huge block in mapping %p", (void *)c);
-    }
-    huge_unlink(&a->huge_live, c);
-    a->huge_count--;
-    a->huge_bytes -= c->huge_size;
-    __atomic_fetch_sub(&a->requested_big, c->huge_request, __ATOMIC_RELAXED);
-    bool plain = c->huge_ptr == (char *)c + XA_HUGE_HEADER;
-    c->huge_ptr = NULL;
-    /* Kept mappings count against the arena's dirty allowance like free
-     * runs do: the oldest go first when this one would pass it. */
-    uint64_t allow = dirty_allowance_units(a) << XA_UNIT_SHIFT;
-    uint64_t dirty = a->dirty_units << XA_UNIT_SHIFT;
-    bool keep = plain && xa_opt.decay_ms > 0 && c->map_size <= HUGE_CACHE_MAX_BLOCK &&
-                dirty + c->map_size <= allow;
-    while (keep && a->huge_cache &&
-           (a->huge_cache_count >= HUGE_CACHE_MAX_COUNT ||
-            dirty + a->huge_cache_bytes + c->map_size > allow)) {
-        xa_chunk *old = a->huge_cache;
-        while (old->next)
-            old = old->next; /* the list is newest first */
-        huge_unlink(&a->huge_cache, old);
-        a->huge_cache_count--;
-        a->huge_cache_bytes -= old->map_size;
-        __atomic_fetch_add(&a->purged_by[XA_PURGE_AT_FREE], old->map_size, __ATOMIC_RELAXED);
-        huge_unmap(a, old);
-    }
-    if (keep) {
-        c->freed_ns = xa_os_now_ns();
-        huge_link(&a->huge_cache, c);
-        a->huge_cache_count++;
-        a->huge_cache_bytes += c->map_size;
-    } else {
-        __atomic_fetch_add(&a->purged_by[XA_PURGE_AT_FREE], c->map_size, __ATOMIC_RELAXED);
-        huge_unmap(a, c);
-    }
-    xa_lock_release(&a->lock);
-}
-
-void *xa_huge_realloc(xa_chunk *c, size_t new_size)
-{
-    xa_arena *a = c->arena;
-    size_t off = (size_t)(c->huge_ptr - (char *)c);
-    size_t need = off + new_size;
-    if (need < new_size)
-        return NULL;
-    size_t map_size = XA_ALIGN_UP(need, XA_OS_PAGE);
-    size_t old_map = c->map_size;
-    if (map_size == old_map) {
-        xa_lock_acquire(&a->lock);
-        __atomic_fetch_add(&a->requested_big, new_size - c->huge_request, __ATOMIC_RELAXED);
-        c->huge_request = new_size;
-        xa_lock_release(&a->lock);
-        return c->huge_ptr;
-    }
-    /* Under the arena lock: the header sits in the huge list, which other
-     * threads walk and relink. The chunk map is always cleared for address
-     * space before it is given up, never after: once given up, another
-     * thread may map it and register it. */
-    xa_chunk *n = c;
-    xa_lock_acquire(&a->lock);
-    if (map_size < old_map) {
-        uintptr_t keep = XA_ALIGN_UP((uintptr_t)c + map_size, XA_CHUNK_SIZE);
-        uintptr_t end = XA_ALIGN_UP((uintptr_t)c + old_map, XA_CHUNK_SIZE);
-        if (end > keep)
-            xa_chunkmap_set((void *)keep, end - keep, NULL, XA_REGION_NONE);
-        if (xa_os_remap_inplace(c, old_map, map_size) != 0) {
-            if (end > keep)
-                xa_chunkmap_set((void *)keep, end - keep, c, XA_REGION_HUGE);
-            xa_lock_release(&a->lock);
-            return NULL;
-        }
-    } else if (xa_os_remap_inplace(c, old_map, map_size) == 0) {
-        xa_chunkmap_set(c, map_size, c, XA_REGION_HUGE);
-    } else {
-        xa_chunkmap_set(c, old_map, NULL, XA_REGION_NONE);
-        n = xa_os_remap_move(c, old_map, map_size, XA_CHUNK_SIZE);
-        if (!n) {
-            xa_chunkmap_set(c, old_map, c, XA_REGION_HUGE);
-            xa_lock_release(&a->lock);
-            return NULL;
-        }
-        /* The header moved with the pages; fix the list links. */
-        if (n->prev)
-            n->prev->next = n;
-        else
-            a->huge_live = n;
-        if (n->next)
-            n->next->prev = n;
-        xa_chunkmap_set(n, map_size, n, XA_REGION_HUGE);
-    }
-    a->huge_mapped += map_size - old_map;
-    a->huge_bytes += (map_size - off) - n->huge_size;
-    n->map_size = map_size;
-    n->huge_ptr = (char *)n + off;
-    n->huge_size = map_size - off;
-    __atomic_fetch_add(&a->requested_big, new_size - n->huge_request, __ATOMIC_RELAXED);
-    n->huge_request = new_size;
-    xa_lock_release(&a->lock);
-    return n->huge_ptr;
 }
 
 /* ---- fork ---- */

@@ -108,7 +108,15 @@ void xa_arena_large_free(xa_chunk *c, xa_slab *s);
  * neighbour). Returns true on success. */
 bool xa_arena_large_resize(xa_chunk *c, xa_slab *s, size_t new_size);
 
-/* Huge blocks: a mapping each, from an alignment-aware mapping. */
+/* Dirty bytes the arena may hold before frees purge (in units): the
+ * floor, or an eighth of what is in use. Huge-block caching counts against
+ * it too (huge.c). Pre: a's lock held. */
+uint64_t xa_arena_dirty_allowance_units(const xa_arena *a);
+/* Unmaps a's cached huge mappings that have waited decay_ms (all with
+ * force); returns their bytes. Pre: a's lock held. */
+size_t xa_huge_cache_purge(xa_arena *a, uint64_t now, bool force);
+
+/* Huge blocks (huge.c): a mapping each, from an alignment-aware mapping. */
 void *xa_huge_alloc(xa_arena *a, size_t size, size_t align, bool zero);
 void xa_huge_free(xa_chunk *c);
 /* Resizes in place or moves with mremap; returns the (possibly new)

@@ -16,6 +16,7 @@
 #include "prof.h"
 #include "stats.h"
 #include "stats_collect.h"
+#include "xalloc.h"
 #include "background.h"
 
 bool xa_ready;
@@ -148,6 +149,7 @@ static void post_init(void)
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     __atomic_store_n(&xa_config_on_change, xa_background_update, __ATOMIC_RELEASE);
     xa_background_update();
+    xa_stats_purge_hook = xalloc_purge;
     xa_stats_boot();
     if (xa_config_prof) /* prof hook: tables, dump hook (may allocate) */
         xa_prof_boot();

@@ -11,8 +11,9 @@
  * copied out, validated and answered without any size or pointer taken
  * from the file.
  *
- * Calls: xa_stats_collect (core), xalloc_purge / xalloc_config_set (api,
- * config), xa_config_option_* (config), os, os_stats, util, stats_report.
+ * Calls: xa_stats_collect (core), xalloc_config_set and xa_config_option_*
+ * (config), xa_stats_purge_hook (xalloc_purge, set by init), os, os_stats,
+ * util, stats_report.
  * Never called on the fast path: the core calls xa_stats_tick() on slow
  * paths, and a detached thread with every signal blocked refreshes the
  * snapshot every stats_interval_ms and sleeps on a shared futex in the
@@ -350,6 +351,7 @@ static void publish(uint64_t now)
 }
 
 int (*xa_stats_dump_hook)(char *msg, unsigned long cap);
+size_t (*xa_stats_purge_hook)(void);
 
 /* True if arg is a "key:value" list of printable ASCII: everything else is
  * refused before the option parser sees it. */
@@ -392,7 +394,7 @@ static bool serve_request(void)
         xa_snprintf(msg, sizeof msg, "refused: uid %u is neither the owner (uid %u) nor root",
                     uid, (unsigned)euid);
     } else if (cmd == XALLOC_STATS_CMD_PURGE) {
-        result = xalloc_purge();
+        result = xa_stats_purge_hook ? xa_stats_purge_hook() : 0;
         char b[32];
         xa_snprintf(msg, sizeof msg, "purged %llu bytes (%s)", (unsigned long long)result,
                     xa_stats_report_bytes(b, result));

@@ -1,11 +1,13 @@
 /* stats.h: live statistics publication. Side module (stats): owns the
  * shared-memory statistics file (layout in include/xalloc_stats_file.h),
  * its serving thread, and the public xalloc_stats_get / xalloc_stats_print.
- * Calls down into the core only through xa_stats_collect() and the public
- * xalloc_purge() / xalloc_config_set(); calls os, os_stats, util, config. */
+ * Calls down into the core only through xa_stats_collect(), sideways into
+ * config (xalloc_config_set), and up into the API only through
+ * xa_stats_purge_hook, which init sets; calls os, os_stats, util. */
 #ifndef XA_STATS_H
 #define XA_STATS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Called once by the core's init after the allocator is usable, outside
@@ -31,5 +33,9 @@ void xa_stats_fork_child(void);
  * success or an errno value. Called by the serving thread for
  * XALLOC_STATS_CMD_DUMP requests, with no allocator lock held. */
 extern int (*xa_stats_dump_hook)(char *msg, unsigned long cap);
+
+/* Set by init to xalloc_purge() (the layer above): what a
+ * XALLOC_STATS_CMD_PURGE request runs. Returns the bytes purged. */
+extern size_t (*xa_stats_purge_hook)(void);
 
 #endif /* XA_STATS_H */
