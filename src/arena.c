@@ -234,7 +234,7 @@ static xa_chunk *chunk_new(xa_arena *a)
     c->slabs[0].kind = XA_RUN_HEADER;
     c->slabs[0].units = 1;
     c->first_of[0] = 0;
-    if (!xa_chunkmap_set(c, XA_CHUNK_SIZE, c, XA_REGION_RUNS)) {
+    if (!xa_chunkmap_set(c, XA_CHUNK_SIZE, c, xa_region_runs)) {
         xa_chunkmap_set(c, XA_CHUNK_SIZE, NULL, XA_REGION_NONE);
         xa_os_unmap(c, XA_CHUNK_SIZE);
         return NULL;

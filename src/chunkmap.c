@@ -6,6 +6,7 @@
 
 struct xa_chunk **xa_chunkmap_top[1u << XA_CHUNKMAP_TOP_BITS];
 uint8_t xa_region_kind[(size_t)1 << XA_REGION_BITS] __attribute__((aligned(XA_OS_PAGE)));
+uint8_t xa_region_runs = XA_REGION_RUNS;
 static xa_lock leaf_lock = XA_LOCK_INIT(XA_RANK_CHUNKMAP);
 
 bool xa_chunkmap_set(void *base, size_t size, struct xa_chunk *chunk, unsigned kind)

@@ -23,7 +23,12 @@ enum xa_region_kind {
     XA_REGION_NONE = 0,  /* not ours */
     XA_REGION_RUNS = 1,  /* a chunk of runs whose header is at the region start */
     XA_REGION_HUGE = 2,  /* part of a huge block: use xa_chunkmap_lookup */
+    XA_REGION_RUNS_SLOW = 3, /* RUNS whose frees all take the slow path (junk mode) */
 };
+/* The kind chunks of runs get: RUNS, or RUNS_SLOW when every free must be
+ * checked (junk mode, set before the first chunk), so the free fast path
+ * needs no test of its own for it. */
+extern uint8_t xa_region_runs;
 #define XA_REGION_BITS (47 - XA_CHUNK_SHIFT)
 extern uint8_t xa_region_kind[(size_t)1 << XA_REGION_BITS];
 

@@ -94,7 +94,7 @@ static void check_chunk(struct ctx *x, xa_arena *a, xa_chunk *c, uint64_t *free_
         bad(x, "chunk %p: bad magic or arena", (void *)c);
         return;
     }
-    if (xa_chunkmap_lookup(c) != c || xa_region_of(c) != XA_REGION_RUNS)
+    if (xa_chunkmap_lookup(c) != c || xa_region_of(c) != xa_region_runs)
         bad(x, "chunk %p: not in the chunk map", (void *)c);
     if (c->slabs[0].kind != XA_RUN_HEADER)
         bad(x, "chunk %p: unit 0 is not the header", (void *)c);

@@ -309,7 +309,8 @@ static XA_NOINLINE void free_other(void *p)
 {
     if (!p)
         return;
-    if (xa_region_of(p) == XA_REGION_RUNS) { /* junk mode */
+    unsigned kind = xa_region_of(p);
+    if (kind == XA_REGION_RUNS || kind == XA_REGION_RUNS_SLOW) { /* prof hook, junk mode */
         free_slow(xa_chunk_of(p), p);
         return;
     }
@@ -331,7 +332,8 @@ XA_FAST_PATH void free_inline(void *p)
      * pointer (a tail call: the fast path keeps no frame) */
     if (xa_config_prof && xa_prof_maybe_sampled(p))
         return free_other(xa_prof_free_slow(p));
-    if (xa_likely(xa_region_of(p) == XA_REGION_RUNS && !junk)) {
+    /* (Junk mode marks its chunks RUNS_SLOW: they go to free_other.) */
+    if (xa_likely(xa_region_of(p) == XA_REGION_RUNS)) {
         xa_chunk *c = xa_chunk_of(p);
         xa_slab *s = xa_run_of(c, p);
         /* One register for the descriptor: without this gcc folds its
@@ -713,8 +715,10 @@ void xa_malloc_boot(void);
 void xa_malloc_boot(void)
 {
     junk = xa_opt.junk;
-    if (junk)
+    if (junk) {
         fast_small_max = 0;
+        xa_region_runs = XA_REGION_RUNS_SLOW;
+    }
 }
 
 #ifndef XA_TEST
