@@ -13,6 +13,7 @@
 #define XA_CHUNK_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 
 #include "common.h"
 
@@ -106,6 +107,9 @@ typedef struct xa_chunk {
     uint32_t used_units;      /* units in runs that are not free */
     uint64_t dense_bytes;     /* atomic: bytes of large blocks and carved slab blocks */
     uint8_t huge_advised;     /* advised MADV_HUGEPAGE */
+    /* Per unit: 1 + the index of the descriptor of the run holding it,
+     * that is the descriptor's offset from the chunk in 128-byte steps
+     * (slabs[] starts 128 bytes in), so xa_run_of is one shift and add. */
     uint8_t first_of[XA_UNITS_PER_CHUNK];
     struct xa_chunk *next, *prev; /* arena's chunk list / huge list */
     char *huge_ptr;           /* huge: the user pointer */
@@ -133,7 +137,10 @@ static inline xa_chunk *xa_chunk_of(const void *p)
 /* Descriptor of the run holding p, p inside chunk c's 2 MiB. */
 static inline xa_slab *xa_run_of(xa_chunk *c, const void *p)
 {
-    return &c->slabs[c->first_of[((uintptr_t)p - (uintptr_t)c) >> XA_UNIT_SHIFT]];
+    return (xa_slab *)((char *)c +
+                       ((size_t)c->first_of[((uintptr_t)p - (uintptr_t)c) >> XA_UNIT_SHIFT] << 7));
 }
+_Static_assert(offsetof(xa_chunk, slabs) == sizeof(xa_slab) && sizeof(xa_slab) == 128,
+               "xa_run_of: descriptor i at 128 * (i + 1)");
 
 #endif /* XA_CHUNK_H */

@@ -108,8 +108,8 @@ static void check_chunk(struct ctx *x, xa_arena *a, xa_chunk *c, uint64_t *free_
             return;
         }
         for (unsigned k = u; k < u + s->units; k++)
-            if (c->first_of[k] != u)
-                bad(x, "chunk %p: first_of[%u] = %u, want %u", (void *)c, k, c->first_of[k], u);
+            if (c->first_of[k] != u + 1)
+                bad(x, "chunk %p: first_of[%u] = %u, want %u", (void *)c, k, c->first_of[k], u + 1);
         switch (s->kind) {
         case XA_RUN_FREE:
             if (prev_free)
