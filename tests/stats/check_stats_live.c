@@ -153,6 +153,53 @@ START_TEST(test_exact_counts)
 }
 END_TEST
 
+/* Frees by another thread are counted by that thread (no atomic per
+ * free): while it is still running, the totals and the owner's arena must
+ * already show them. */
+enum { N_REMOTE = 3000 };
+static void *remote_blocks[N_REMOTE];
+static pthread_barrier_t remote_bar;
+static void *remote_freer(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < N_REMOTE; i++)
+        free(remote_blocks[i]);
+    pthread_barrier_wait(&remote_bar); /* freed */
+    pthread_barrier_wait(&remote_bar); /* main has looked */
+    return NULL;
+}
+
+START_TEST(test_remote_frees_counted)
+{
+    pthread_barrier_init(&remote_bar, NULL, 2);
+    for (int i = 0; i < N_REMOTE; i++)
+        remote_blocks[i] = malloc(200);
+    size_t cs = malloc_usable_size(remote_blocks[0]);
+    int rc1 = xalloc_stats_get(&before);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, remote_freer, NULL), 0);
+    pthread_barrier_wait(&remote_bar);
+    int rc2 = xalloc_stats_get(&after);
+    pthread_barrier_wait(&remote_bar);
+    pthread_join(t, NULL);
+    ck_assert(rc1 == 0 && rc2 == 0);
+    int k = class_of(&after, cs);
+    ck_assert_int_ge(k, 0);
+    /* pthread_create allocates a little itself (the new thread's TLS
+     * vector): the class count is exact, the byte total within a page. */
+    ck_assert_uint_eq(before.classes[k].live - after.classes[k].live, N_REMOTE);
+    ck_assert_uint_le(before.allocated - after.allocated, (uint64_t)N_REMOTE * cs);
+    ck_assert_uint_ge(before.allocated - after.allocated, (uint64_t)N_REMOTE * cs - 4096);
+    ck_assert_uint_ge(after.nfree - before.nfree, N_REMOTE);
+    uint64_t arena_sum = 0;
+    for (unsigned a = 0; a < after.arenas_count; a++)
+        arena_sum += after.arenas[a].allocated;
+    ck_assert_msg(arena_sum == after.allocated,
+                  "sum of arena allocated %lu != total allocated %lu (remote frees not attributed)",
+                  (unsigned long)arena_sum, (unsigned long)after.allocated);
+}
+END_TEST
+
 START_TEST(test_large_counts)
 {
     static void *p[8];
@@ -465,6 +512,7 @@ static Suite *suite(void)
     tcase_set_timeout(t, 30);
     tcase_add_test(t, test_library_is_preloaded);
     tcase_add_test(t, test_exact_counts);
+    tcase_add_test(t, test_remote_frees_counted);
     tcase_add_test(t, test_large_counts);
     tcase_add_test(t, test_resident_close_to_vmrss);
     tcase_add_test(t, test_file_published);
