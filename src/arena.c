@@ -300,6 +300,8 @@ static xa_slab *run_alloc(xa_arena *a, unsigned units)
     set_first_of(c, first, units);
     c->used_units += units;
     a->used_units += units;
+    if (a->dirty_units < a->dirty_low_units) /* reuse: the pool's low point */
+        a->dirty_low_units = a->dirty_units;
     return s;
 }
 
@@ -369,6 +371,8 @@ static size_t purge_free_run(xa_arena *a, xa_slab *s, unsigned path)
     bool zero = xa_pages_purge(xa_unit_addr(c, s->first_unit), bytes);
     a->dirty_units -= s->dunits;
     a->retained_units += s->dunits;
+    if (a->dirty_units < a->dirty_low_units)
+        a->dirty_low_units = a->dirty_units;
     bytes = (size_t)s->dunits << XA_UNIT_SHIFT;
     s->dunits = 0;
     s->dirty = 0;
@@ -392,13 +396,19 @@ uint64_t xa_arena_dirty_allowance_units(const xa_arena *a)
 static void purge_excess(xa_arena *a)
 {
     uint64_t allow = xa_arena_dirty_allowance_units(a);
-    if (xa_likely(a->dirty_units <= allow))
+    /* Only when the dirty pool has grown by half the allowance since its
+     * lowest point: frees outrunning reuse (a mass free, a shrinking
+     * heap). A program freeing and allocating in a loop keeps a level
+     * pool that it takes again at once; purging it would cost a madvise
+     * and a refault per run (decay takes what stays unused). */
+    if (xa_likely(a->dirty_units <= allow || a->dirty_units <= a->dirty_low_units + allow / 2))
         return;
     for (xa_slab *s = a->dirty_head; s && a->dirty_units > allow / 2;) {
         xa_slab *next = s->dnext;
         purge_free_run(a, s, XA_PURGE_AT_FREE);
         s = next;
     }
+    a->dirty_low_units = a->dirty_units;
 }
 
 static size_t reclaim_abandoned(xa_arena *a);

@@ -238,17 +238,38 @@ static size_t trim_block(xa_block *b, uint32_t block_size, unsigned path)
     return len;
 }
 
-static size_t trim_free_blocks(xa_heap *h, unsigned path)
+/* Bytes of the carved but free blocks of this heap's big-class slabs
+ * (trimmed ones included: it is a bound, from the slab counters alone). */
+static uint64_t big_free_bytes(const xa_heap *h)
 {
+    uint64_t bytes = 0;
+    for (unsigned c = xa_size_class(XA_TRIM_MIN_BLOCK); c < XA_NCLASSES; c++)
+        for (const xa_slab *s = h->avail[c]; s; s = s->next)
+            bytes += (uint64_t)(s->capacity - s->used) * s->block_size;
+    return bytes;
+}
+
+/* Purges the free big blocks of this heap, biggest classes first, until
+ * at most keep bytes of free blocks are left as they are (0: all). */
+static size_t trim_free_blocks(xa_heap *h, unsigned path, uint64_t keep)
+{
+    uint64_t free_bytes = keep ? big_free_bytes(h) : UINT64_MAX;
+    if (free_bytes <= keep)
+        return 0;
+    uint64_t todo = free_bytes - keep, seen = 0;
     size_t bytes = 0;
-    for (unsigned c = xa_size_class(XA_TRIM_MIN_BLOCK); c < XA_NCLASSES; c++) {
-        for (xa_slab *s = h->avail[c]; s; s = s->next) {
+    unsigned first = xa_size_class(XA_TRIM_MIN_BLOCK);
+    for (unsigned c = XA_NCLASSES; c-- > first && seen < todo;) {
+        for (xa_slab *s = h->avail[c]; s && seen < todo; s = s->next) {
             if (xa_chunk_of(s)->huge_advised)
                 continue; /* would split a huge page: those chunks go back whole */
             xa_slab_collect(s);
             uint32_t limit = s->reserved;
-            for (uintptr_t p = s->free; p && limit--; p = enc(((xa_block *)p)->next))
+            for (uintptr_t p = s->free; p && limit-- && seen < todo;
+                 p = enc(((xa_block *)p)->next)) {
                 bytes += trim_block((xa_block *)p, s->block_size, path);
+                seen += s->block_size;
+            }
         }
     }
     h->trimmed_bytes += bytes;
@@ -268,7 +289,7 @@ void xa_heap_upkeep(xa_heap *h)
     uint64_t decay_ns = (uint64_t)__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) * 1000000u;
     if (now - h->last_trim_ns >= decay_ns) {
         h->last_trim_ns = now;
-        trim_free_blocks(h, XA_PURGE_SLOW_PATH);
+        trim_free_blocks(h, XA_PURGE_SLOW_PATH, 0);
     }
     xa_heap_notice_dirty();
     if (__atomic_load_n(&xa_heap_purger_active, __ATOMIC_ACQUIRE)) {
@@ -402,8 +423,20 @@ void xa_heap_free_local_slow(xa_heap *h, xa_slab *s)
     if (s->in_full & XA_SLAB_IN_FULL)
         unfull(h, s);
     if ((s->in_full & XA_SLAB_TRIM) && (h->trim_pending += s->block_size) > TRIM_ALLOWANCE) {
+        /* A mass free grows the pool of free big blocks: purge it down to
+         * the allowance each time it has grown by twice that since its
+         * lowest point. A program that frees and allocates big blocks in a
+         * steady state keeps its pool level and reuses it at once; purging
+         * it would cost a madvise and a refault per block (decay and
+         * malloc_trim still take it). */
         h->trim_pending = 0;
-        trim_free_blocks(h, XA_PURGE_AT_FREE);
+        uint64_t pool = big_free_bytes(h); /* trimmed blocks included */
+        if (pool < h->trim_pool_low)
+            h->trim_pool_low = pool;
+        if (pool > h->trim_pool_low + 2 * TRIM_ALLOWANCE) {
+            trim_free_blocks(h, XA_PURGE_AT_FREE, TRIM_ALLOWANCE);
+            h->trim_pool_low = pool;
+        }
     }
     if (s->used == 0 && (s != h->cur[s->cls] || h->no_keep)) {
         /* Empty and not current: back to the arena, where it coalesces
@@ -929,7 +962,7 @@ size_t xa_heap_collect(xa_heap *h)
     foreign_flush(h);
     drain_delayed(h);
     large_cache_flush(h, 0, true);
-    size_t trimmed = trim_free_blocks(h, XA_PURGE_TRIM);
+    size_t trimmed = trim_free_blocks(h, XA_PURGE_TRIM, 0);
     for (unsigned c = 0; c < XA_NCLASSES; c++) {
         for (xa_slab *s = h->avail[c]; s;) {
             xa_slab *next = s->next;
