@@ -255,8 +255,8 @@ static unsigned clamp_classes(const struct xalloc_stats *s)
 
 /* ---- per NUMA node: the arenas summed by their node (format 1.2) ---- */
 
-#define NODE_FIELDS(X)                                                          \
-    X(arenas, count, "arenas whose memory is bound to the node")              \
+/* Arena fields a node sums over its arenas. */
+#define NODE_SUMMED(X)                                                          \
     X(threads, count, "threads bound to those arenas")                        \
     X(allocated, bytes, "bytes in live blocks of the node's arenas")          \
     X(active, bytes, "bytes of pages holding live blocks")                    \
@@ -264,6 +264,9 @@ static unsigned clamp_classes(const struct xalloc_stats *s)
     X(dirty, bytes, "bytes free but resident")                                \
     X(pages_sampled, count, "resident pages last sampled for their node")     \
     X(pages_off_node, count, "of those, pages the kernel placed on another node")
+#define NODE_FIELDS(X)                                                          \
+    X(arenas, count, "arenas whose memory is bound to the node")              \
+    NODE_SUMMED(X)
 
 struct node_sum {
     uint64_t node;
@@ -297,13 +300,9 @@ static unsigned node_sums(const struct xalloc_stats *s, struct node_sum *out)
         }
         struct node_sum *ns = &out[k];
         ns->arenas++;
-        ns->threads += sa->threads;
-        ns->allocated += sa->allocated;
-        ns->active += sa->active;
-        ns->resident += sa->resident;
-        ns->dirty += sa->dirty;
-        ns->pages_sampled += sa->pages_sampled;
-        ns->pages_off_node += sa->pages_off_node;
+#define NODE_ADD_(n, u, d) ns->n += sa->n;
+        NODE_SUMMED(NODE_ADD_)
+#undef NODE_ADD_
     }
     return n;
 }

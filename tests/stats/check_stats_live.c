@@ -88,6 +88,16 @@ START_TEST(test_library_is_preloaded)
 }
 END_TEST
 
+/* The arenas' allocated bytes add up to the total. */
+static void assert_arenas_add_up(const struct xalloc_stats *s, const char *why)
+{
+    uint64_t arena_sum = 0;
+    for (unsigned a = 0; a < s->arenas_count; a++)
+        arena_sum += s->arenas[a].allocated;
+    ck_assert_msg(arena_sum == s->allocated, "sum of arena allocated %lu != total allocated %lu%s",
+                  (unsigned long)arena_sum, (unsigned long)s->allocated, why);
+}
+
 START_TEST(test_exact_counts)
 {
     enum { N_SMALL = 1000, N_MED = 300 };
@@ -133,12 +143,7 @@ START_TEST(test_exact_counts)
     ck_assert_uint_eq(after.requested - before.requested, (uint64_t)N_SMALL * cs + N_MED * cm);
     ck_assert_uint_le(after.allocated, after.active);
     ck_assert_uint_le(after.active, after.mapped);
-    uint64_t arena_sum = 0;
-    for (unsigned a = 0; a < after.arenas_count; a++)
-        arena_sum += after.arenas[a].allocated;
-    ck_assert_msg(arena_sum == after.allocated,
-                  "sum of arena allocated %lu != total allocated %lu",
-                  (unsigned long)arena_sum, (unsigned long)after.allocated);
+    assert_arenas_add_up(&after, "");
 
     rc1 = xalloc_stats_get(&before);
     for (int i = 0; i < N_SMALL; i++)
@@ -191,12 +196,7 @@ START_TEST(test_remote_frees_counted)
     ck_assert_uint_le(before.allocated - after.allocated, (uint64_t)N_REMOTE * cs);
     ck_assert_uint_ge(before.allocated - after.allocated, (uint64_t)N_REMOTE * cs - 4096);
     ck_assert_uint_ge(after.nfree - before.nfree, N_REMOTE);
-    uint64_t arena_sum = 0;
-    for (unsigned a = 0; a < after.arenas_count; a++)
-        arena_sum += after.arenas[a].allocated;
-    ck_assert_msg(arena_sum == after.allocated,
-                  "sum of arena allocated %lu != total allocated %lu (remote frees not attributed)",
-                  (unsigned long)arena_sum, (unsigned long)after.allocated);
+    assert_arenas_add_up(&after, " (remote frees not attributed)");
 }
 END_TEST
 
