@@ -230,6 +230,7 @@ static xa_chunk *chunk_new(xa_arena *a)
     c->magic = XA_CHUNK_MAGIC;
     c->arena = a;
     c->map_size = XA_CHUNK_SIZE;
+    c->arena_key = a->index + 1;
     a->huge_chunks += c->huge_advised;
     c->slabs[0].kind = XA_RUN_HEADER;
     c->slabs[0].units = 1;

@@ -104,13 +104,15 @@ typedef struct xa_chunk {
     uint64_t magic;
     struct xa_arena *arena;
     size_t map_size;          /* bytes mapped (2 MiB, or more for huge) */
-    uint32_t used_units;      /* units in runs that are not free */
-    uint64_t dense_bytes;     /* atomic: bytes of large blocks and carved slab blocks */
-    uint8_t huge_advised;     /* advised MADV_HUGEPAGE */
     /* Per unit: 1 + the index of the descriptor of the run holding it,
      * that is the descriptor's offset from the chunk in 128-byte steps
      * (slabs[] starts 128 bytes in), so xa_run_of is one shift and add. */
     uint8_t first_of[XA_UNITS_PER_CHUNK];
+    uint32_t arena_key;       /* 1 + arena->index: the remote free's test, same line */
+    /* ---- written as runs come and go: off the line every free reads ---- */
+    uint32_t used_units;      /* units in runs that are not free */
+    uint8_t huge_advised;     /* advised MADV_HUGEPAGE */
+    uint64_t dense_bytes;     /* atomic: bytes of large blocks and carved slab blocks */
     struct xa_chunk *next, *prev; /* arena's chunk list / huge list */
     char *huge_ptr;           /* huge: the user pointer */
     size_t huge_size;         /* huge: usable bytes from huge_ptr */
@@ -122,6 +124,8 @@ typedef struct xa_chunk {
 } xa_chunk;
 
 _Static_assert(sizeof(xa_chunk) <= XA_UNIT_SIZE, "chunk header must fit unit 0");
+_Static_assert(offsetof(xa_chunk, arena_key) + 4 <= 64,
+               "what every free reads of the header is on its first line");
 
 static inline char *xa_unit_addr(xa_chunk *c, unsigned u)
 {

@@ -448,14 +448,15 @@ void xa_heap_free_local_slow(xa_heap *h, xa_slab *s)
     }
 }
 
-/* Pushes b onto its slab's remote list (or, for a full slab, hands it to
- * the owner). No statistics. */
-static void push_remote(xa_slab *s, xa_block *b)
+/* Pushes the chain head..tail (blocks of s linked through next, tail's
+ * link to be set here) onto s's remote list, or, for a full slab, hands it
+ * to the owner. One atomic exchange for the whole chain. No statistics. */
+static void push_remote_chain(xa_slab *s, xa_block *head, xa_block *tail)
 {
     uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
     for (;;) {
         if ((old & XA_TF_MASK) == XA_TF_NOTIFY) {
-            /* The slab is full: hand the block to the owner's heap so the
+            /* The slab is full: hand the blocks to the owner's heap so the
              * slab comes back into use. NOTIFYING keeps the owner from
              * leaving while we touch its heap. */
             if (!atomic_compare_exchange_weak_explicit(&s->thread_free, &old,
@@ -464,10 +465,10 @@ static void push_remote(xa_slab *s, xa_block *b)
                                                        memory_order_relaxed))
                 continue;
             xa_heap *owner = __atomic_load_n(&s->heap, __ATOMIC_ACQUIRE);
-            uintptr_t head = atomic_load_explicit(&owner->delayed, memory_order_relaxed);
+            uintptr_t dh = atomic_load_explicit(&owner->delayed, memory_order_relaxed);
             do {
-                b->next = enc(head);
-            } while (!atomic_compare_exchange_weak_explicit(&owner->delayed, &head, (uintptr_t)b,
+                tail->next = enc(dh);
+            } while (!atomic_compare_exchange_weak_explicit(&owner->delayed, &dh, (uintptr_t)head,
                                                             memory_order_release,
                                                             memory_order_relaxed));
             old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
@@ -478,12 +479,53 @@ static void push_remote(xa_slab *s, xa_block *b)
                 ;
             return;
         }
-        b->next = enc(old & ~XA_TF_MASK);
+        tail->next = enc(old & ~XA_TF_MASK);
         if (atomic_compare_exchange_weak_explicit(&s->thread_free, &old,
-                                                  (uintptr_t)b | (old & XA_TF_MASK),
+                                                  (uintptr_t)head | (old & XA_TF_MASK),
                                                   memory_order_release, memory_order_relaxed))
             return;
     }
+}
+
+static void push_remote(xa_slab *s, xa_block *b) { push_remote_chain(s, b, b); }
+
+/* Gives the blocks kept in class cls's foreign stack back to their slabs,
+ * consecutive blocks of one slab as one chain: a thread that frees what
+ * others allocate and allocates little itself (a consumer) pays one atomic
+ * per run of blocks of a slab, not one per block. */
+static void foreign_flush_class(xa_heap *h, unsigned cls)
+{
+    xa_slab *f = &h->foreign[cls];
+    uintptr_t list = f->free;
+    f->free = 0;
+    f->reserved = f->used = 0; /* capacity (the limit) stays */
+    if (h->cur[cls] == f)
+        h->cur[cls] = h->avail[cls] ? h->avail[cls] : &xa_slab_empty;
+    xa_slab *run = NULL;
+    xa_block *head = NULL, *tail = NULL;
+    while (list) {
+        xa_block *b = (xa_block *)list;
+        list = enc(b->next);
+        xa_slab *s = xa_run_of(xa_chunk_of(b), b);
+        if (s == run) {
+            tail->next = enc((uintptr_t)b);
+            tail = b;
+            continue;
+        }
+        if (run)
+            push_remote_chain(run, head, tail);
+        run = s;
+        head = tail = b;
+    }
+    if (run)
+        push_remote_chain(run, head, tail);
+}
+
+/* Gives the blocks kept in the foreign stacks back to their slabs. */
+static void foreign_flush(xa_heap *h)
+{
+    for (unsigned c = 0; c < XA_FOREIGN_CLASSES; c++)
+        foreign_flush_class(h, c);
 }
 
 /* Hands the bytes of other threads' blocks freed by h to their arena. */
@@ -523,9 +565,16 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
     xa_arena *owner = xa_chunk_of(b)->arena;
     if (xa_likely(h != &xa_heap_empty)) {
         h->remote_nfree[cls]++;
-        if (xa_unlikely(owner->index != h->remote_arena)) {
-            remote_flush(h);
-            h->remote_arena = owner->index;
+        if (xa_unlikely(owner->index + 1 != h->keep_key)) {
+            if (owner->index != h->remote_arena) {
+                remote_flush(h);
+                h->remote_arena = owner->index;
+            }
+            /* Under NUMA only blocks of this heap's node are kept: a block
+             * of another node goes back to its owner, whose threads run
+             * there. */
+            bool keep = !xa_numa_active || owner->node == h->arena->node;
+            h->keep_key = keep ? owner->index + 1 : 0;
         }
         h->remote_bytes += s->block_size;
     } else {
@@ -533,43 +582,21 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
     }
     if (xa_unlikely(s->in_full & XA_SLAB_TRIM) && h != &xa_heap_empty)
         remote_trim(h, s, b);
-    /* Under NUMA only blocks of this heap's node are kept: a block of
-     * another node goes back to its owner, whose threads run there. */
-    if (h != &xa_heap_empty && cls < XA_FOREIGN_CLASSES &&
-        (!xa_numa_active || xa_chunk_of(b)->arena->node == h->arena->node)) {
+    if (h != &xa_heap_empty && cls < XA_FOREIGN_CLASSES && h->keep_key) {
         xa_slab *f = &h->foreign[cls];
-        uint32_t n = f->reserved - f->used;
-        if (n < foreign_limit(h, cls)) {
-            /* Keep it for this thread's next malloc of the class. The slab
-             * still counts it as in use, so nothing changes for its owner.
-             * (A second free of it while it waits here finds the mark.) */
-            b->next = enc(f->free);
-            f->free = (uintptr_t)b;
-            f->reserved++;
-            return;
-        }
+        /* Full: a thread that frees more of the class than it allocates
+         * gives the stack back, in chains (see foreign_flush_class). */
+        if (f->reserved - f->used >= foreign_limit(h, cls))
+            foreign_flush_class(h, cls);
+        /* Keep it for this thread's next malloc of the class. The slab
+         * still counts it as in use, so nothing changes for its owner.
+         * (A second free of it while it waits here finds the mark.) */
+        b->next = enc(f->free);
+        f->free = (uintptr_t)b;
+        f->reserved++;
+        return;
     }
     push_remote(s, b);
-}
-
-/* Gives the blocks kept in the foreign stacks back to their slabs. */
-static void foreign_flush(xa_heap *h)
-{
-    for (unsigned c = 0; c < XA_FOREIGN_CLASSES; c++) {
-        xa_slab *f = &h->foreign[c];
-        uintptr_t list = f->free;
-        f->free = 0;
-        f->reserved = f->used = 0; /* capacity (the limit) stays */
-        if (h->cur[c] == f)
-            h->cur[c] = h->avail[c] ? h->avail[c] : &xa_slab_empty;
-        while (list) {
-            xa_block *b = (xa_block *)list;
-            list = enc(b->next);
-            xa_chunk *ch = xa_chunk_of(b);
-            xa_slab *s = xa_run_of(ch, b);
-            push_remote(s, b);
-        }
-    }
 }
 
 /* ---- large-block cache ---- */
@@ -933,6 +960,7 @@ static void heap_move(xa_heap *h, int slot)
     heap_retire_counters(h);
     __atomic_fetch_sub(&h->arena->nthreads, 1, __ATOMIC_RELAXED);
     h->arena = na;
+    h->keep_key = 0; /* which arenas' blocks it keeps depends on its node */
     xa_lock_release(&heaps_lock);
 }
 

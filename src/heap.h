@@ -58,6 +58,10 @@ typedef struct xa_heap {
     uint64_t remote_nfree[XA_NCLASSES];
     uint64_t remote_bytes;
     unsigned remote_arena;
+    /* 1 + remote_arena when blocks of that arena may be kept in the
+     * foreign stacks (always, but for another node's arena under NUMA);
+     * 0 sends every remote free to the general path. */
+    unsigned keep_key;
     xa_numa_thread numa;           /* node last seen by the slow path */
 } xa_heap;
 
@@ -194,6 +198,32 @@ XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
     } else if (xa_unlikely(s->in_full)) {
         xa_heap_free_local_slow(h, s);
     }
+}
+
+/* A small block of another thread's slab (s->kind SMALL, s->heap not h, p
+ * a carved block of s), freed the way it nearly always is: kept in this
+ * thread's foreign stack for its next malloc of the class, counted in
+ * this heap. A leaf: no frame, one test per condition; everything else
+ * (a double free, another arena, a full stack, a big block to purge, no
+ * heap) goes to xa_heap_free_remote. */
+XA_FAST_PATH void xa_heap_free_remote_fast(xa_heap *h, xa_chunk *c, xa_slab *s, xa_block *b)
+{
+    unsigned cls = s->cls;
+    if (xa_likely(cls < XA_FOREIGN_CLASSES && c->arena_key == h->keep_key &&
+                  !(s->in_full & XA_SLAB_TRIM) && !xa_block_marked_free(b))) {
+        xa_slab *f = &h->foreign[cls];
+        if (xa_likely(f->reserved - f->used < f->capacity)) {
+            uintptr_t mark = xa_free_mark_of(b); /* read before the stores */
+            b->next = f->free ^ xa_heap_secret;
+            b->mark = mark;
+            f->free = (uintptr_t)b;
+            f->reserved++;
+            h->remote_nfree[cls]++;
+            h->remote_bytes += s->block_size;
+            return;
+        }
+    }
+    xa_heap_free_remote(h, s, b);
 }
 
 #endif /* XA_HEAP_H */

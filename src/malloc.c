@@ -242,7 +242,7 @@ static XA_NOINLINE void free_slow(xa_chunk *c, void *p)
         if (xa_likely(s->kind == XA_RUN_SMALL && s->heap != h && xa_slab_is_block(s, p) &&
                       (uintptr_t)p - (uintptr_t)s->start <
                           (uintptr_t)s->capacity * s->block_size)) {
-            xa_heap_free_remote(h, s, p);
+            xa_heap_free_remote_fast(h, c, s, p);
             return;
         }
     }
@@ -254,9 +254,10 @@ static XA_NOINLINE void free_slow(xa_chunk *c, void *p)
  * checks the mark; everything else to free_generic. */
 static XA_NOINLINE void free_not_owned(xa_chunk *c, xa_slab *s, void *p)
 {
-    if (xa_likely(s->kind == XA_RUN_SMALL && s->heap != xa_tls_heap && xa_slab_is_block(s, p) &&
+    xa_heap *h = xa_tls_heap;
+    if (xa_likely(s->kind == XA_RUN_SMALL && s->heap != h && xa_slab_is_block(s, p) &&
                   (uintptr_t)p - (uintptr_t)s->start < (uintptr_t)s->capacity * s->block_size)) {
-        xa_heap_free_remote(xa_tls_heap, s, p);
+        xa_heap_free_remote_fast(h, c, s, p);
         return;
     }
     free_generic(c, p);
