@@ -282,7 +282,17 @@ static xa_slab *run_alloc(xa_arena *a, unsigned units)
             return NULL;
         mask = a->bins_nonempty & ~((1u << units) - 1u);
     }
+    /* The smallest run that fits, unless a bigger one is dirty: resident
+     * pages are reused before clean ones are faulted in, or the dirty pool
+     * grows while clean runs are used, to be purged and faulted again. */
     unsigned n = (unsigned)__builtin_ctz(mask);
+    for (uint32_t m = mask; m; m &= m - 1) {
+        unsigned k = (unsigned)__builtin_ctz(m);
+        if (a->bin_head[k]->dirty) {
+            n = k;
+            break;
+        }
+    }
     xa_slab *s = a->bin_head[n];
     xa_chunk *c = xa_chunk_of(s);
     unsigned dunits = s->dunits;
@@ -495,7 +505,7 @@ xa_slab *xa_arena_slab_new(xa_arena *a, unsigned cls, struct xa_heap *heap)
         s->start = xa_unit_addr(c, s->first_unit);
         s->heap = heap;
         if (ci->size >= XA_TRIM_MIN_BLOCK)
-            s->in_full = XA_SLAB_TRIM;
+            xa_slab_set_in_full(s, XA_SLAB_TRIM);
         a->class_slabs[cls]++;
         a->class_capacity[cls] += ci->blocks;
     }
@@ -542,7 +552,7 @@ void xa_arena_slab_abandon(xa_chunk *c, xa_slab *s)
     xa_arena *a = c->arena;
     xa_lock_acquire(&a->lock);
     __atomic_store_n(&s->heap, NULL, __ATOMIC_RELEASE);
-    s->in_full &= (uint8_t)~XA_SLAB_IN_FULL;
+    xa_slab_set_in_full(s, s->in_full & ~XA_SLAB_IN_FULL);
     s->prev = NULL;
     s->next = a->abandoned[s->cls];
     if (s->next)
@@ -589,7 +599,7 @@ static size_t reclaim_abandoned(xa_arena *a)
         for (xa_slab *s = a->abandoned[cls]; s;) {
             xa_slab *next = s->next;
             xa_slab_collect(s);
-            if (s->used == 0) {
+            if (xa_slab_used(s) == 0) {
                 abandoned_unlink(a, s);
                 slab_release_locked(a, xa_chunk_of(s), s);
                 freed++;

@@ -98,6 +98,24 @@ typedef struct xa_slab {
 
 _Static_assert(sizeof(xa_slab) == 128, "slab descriptor is 128 bytes");
 
+/* Bit 31 of a small slab's used mirrors in_full != 0, so the owner's free
+ * tests "empty or flagged" with the one decrement it does anyway (a
+ * result <= 0 as a signed number). Counts stay far below it. */
+#define XA_USED_SLOW 0x80000000u
+
+/* Blocks out of a small slab (the count without the flag). */
+static inline uint32_t xa_slab_used(const struct xa_slab *s)
+{
+    return s->used & ~XA_USED_SLOW;
+}
+
+/* Sets a small slab's in_full byte and its mirror in used. */
+static inline void xa_slab_set_in_full(struct xa_slab *s, unsigned v)
+{
+    s->in_full = (uint8_t)v;
+    s->used = (s->used & ~XA_USED_SLOW) | (v ? XA_USED_SLOW : 0);
+}
+
 #define XA_CHUNK_MAGIC 0x78616c6c6f63ULL /* "xalloc" */
 
 typedef struct xa_chunk {

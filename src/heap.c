@@ -47,6 +47,7 @@ static inline uintptr_t enc(uintptr_t p) { return p ^ xa_heap_secret; }
 static bool large_cache_flush(xa_heap *h, uint64_t now, bool force);
 static void make_room(xa_heap *h);
 static void remote_flush(xa_heap *h);
+static xa_slab *spare_take(xa_heap *h, unsigned cls);
 
 /* A clock read on slow paths (upkeep) and used to stamp parked large
  * blocks: stamping them with a real clock read would cost a vDSO call on
@@ -116,7 +117,7 @@ static void full_push(xa_heap *h, xa_slab *s)
     if (s->next)
         s->next->prev = s;
     h->full = s;
-    s->in_full |= XA_SLAB_IN_FULL;
+    xa_slab_set_in_full(s, s->in_full | XA_SLAB_IN_FULL);
 }
 
 static void full_remove(xa_heap *h, xa_slab *s)
@@ -128,7 +129,7 @@ static void full_remove(xa_heap *h, xa_slab *s)
     if (s->next)
         s->next->prev = s->prev;
     s->next = s->prev = NULL;
-    s->in_full &= (uint8_t)~XA_SLAB_IN_FULL;
+    xa_slab_set_in_full(s, s->in_full & ~XA_SLAB_IN_FULL);
 }
 
 /* ---- collection ---- */
@@ -245,7 +246,7 @@ static uint64_t big_free_bytes(const xa_heap *h)
     uint64_t bytes = 0;
     for (unsigned c = xa_size_class(XA_TRIM_MIN_BLOCK); c < XA_NCLASSES; c++)
         for (const xa_slab *s = h->avail[c]; s; s = s->next)
-            bytes += (uint64_t)(s->capacity - s->used) * s->block_size;
+            bytes += (uint64_t)(s->capacity - xa_slab_used(s)) * s->block_size;
     return bytes;
 }
 
@@ -363,7 +364,9 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
             continue; /* remote frees arrived: collect them on the next turn */
         s = next;
     }
-    xa_slab *s = xa_arena_slab_adopt(h->arena, cls, h);
+    xa_slab *s = spare_take(h, cls);
+    if (!s)
+        s = xa_arena_slab_adopt(h->arena, cls, h);
     if (!s) {
         s = xa_arena_slab_new(h->arena, cls, h);
         if (!s)
@@ -418,6 +421,59 @@ static void wait_notifying(xa_slab *s)
         sched_yield();
 }
 
+/* ---- spare slabs ---- */
+
+static void note_parked(xa_heap *h);
+
+/* Parks s (empty, out of the heap's lists) as its class's spare; false
+ * when it is not of a big class or the class has one already. */
+static bool spare_park(xa_heap *h, xa_slab *s)
+{
+    unsigned cls = s->cls;
+    if (h->no_keep || !(s->in_full & XA_SLAB_TRIM) ||
+        atomic_load_explicit(&h->spare[cls], memory_order_relaxed))
+        return false;
+    __atomic_store_n(&h->spare_ns[cls], __atomic_load_n(&coarse_now_ns, __ATOMIC_RELAXED),
+                     __ATOMIC_RELAXED);
+    __atomic_fetch_add(&h->spare_count, 1, __ATOMIC_RELAXED);
+    atomic_store_explicit(&h->spare[cls], s, memory_order_release);
+    note_parked(h);
+    return true;
+}
+
+/* The class's spare, now the caller's; NULL when there is none. */
+static xa_slab *spare_take(xa_heap *h, unsigned cls)
+{
+    if (!atomic_load_explicit(&h->spare[cls], memory_order_relaxed))
+        return NULL;
+    xa_slab *s = atomic_exchange_explicit(&h->spare[cls], NULL, memory_order_acquire);
+    if (s)
+        __atomic_fetch_sub(&h->spare_count, 1, __ATOMIC_RELAXED);
+    return s;
+}
+
+/* Returns spares parked for decay_ms (all with force) to their arenas.
+ * Safe from any thread. Returns true when spares remain. */
+static bool spare_flush(xa_heap *h, uint64_t now, bool force)
+{
+    if (!__atomic_load_n(&h->spare_count, __ATOMIC_RELAXED))
+        return false;
+    bool left = false;
+    uint64_t decay_ns = (uint64_t)__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) * 1000000u;
+    for (unsigned c = 0; c < XA_NCLASSES; c++) {
+        if (!atomic_load_explicit(&h->spare[c], memory_order_relaxed))
+            continue;
+        if (!force && now - __atomic_load_n(&h->spare_ns[c], __ATOMIC_RELAXED) < decay_ns) {
+            left = true;
+            continue;
+        }
+        xa_slab *s = spare_take(h, c);
+        if (s)
+            xa_arena_slab_free(xa_chunk_of(s), s);
+    }
+    return left;
+}
+
 void xa_heap_free_local_slow(xa_heap *h, xa_slab *s)
 {
     if (s->in_full & XA_SLAB_IN_FULL)
@@ -438,11 +494,13 @@ void xa_heap_free_local_slow(xa_heap *h, xa_slab *s)
             h->trim_pool_low = pool;
         }
     }
-    if (s->used == 0 && (s != h->cur[s->cls] || h->no_keep)) {
+    if (xa_slab_used(s) == 0 && (s != h->cur[s->cls] || h->no_keep)) {
         /* Empty and not current: back to the arena, where it coalesces
          * and, once decayed, is returned to the OS. */
         avail_remove(h, s);
         wait_notifying(s);
+        if (spare_park(h, s))
+            return;
         xa_arena_slab_free(xa_chunk_of(s), s);
         xa_heap_notice_dirty();
     }
@@ -800,7 +858,7 @@ static bool large_cache_flush(xa_heap *h, uint64_t now, bool force)
         }
         slot_release(h, i, w);
     }
-    return left;
+    return spare_flush(h, now, force) | left;
 }
 
 bool xa_heaps_decay_caches(uint64_t now)
@@ -810,7 +868,8 @@ bool xa_heaps_decay_caches(uint64_t now)
     xa_lock_acquire(&heaps_lock);
     for (xa_heap *h = heaps_live; h; h = h->next_all)
         if (__atomic_load_n(&h->large_cached_bytes, __ATOMIC_RELAXED) ||
-            __atomic_load_n(&h->huge_cached_bytes, __ATOMIC_RELAXED))
+            __atomic_load_n(&h->huge_cached_bytes, __ATOMIC_RELAXED) ||
+            __atomic_load_n(&h->spare_count, __ATOMIC_RELAXED))
             left |= large_cache_flush(h, now, false);
     xa_lock_release(&heaps_lock);
     return left;
@@ -821,7 +880,8 @@ void xa_heaps_flush_caches(void)
     xa_lock_acquire(&heaps_lock);
     for (xa_heap *h = heaps_live; h; h = h->next_all)
         if (__atomic_load_n(&h->large_cached_bytes, __ATOMIC_RELAXED) ||
-            __atomic_load_n(&h->huge_cached_bytes, __ATOMIC_RELAXED))
+            __atomic_load_n(&h->huge_cached_bytes, __ATOMIC_RELAXED) ||
+            __atomic_load_n(&h->spare_count, __ATOMIC_RELAXED))
             large_cache_flush(h, 0, true);
     xa_lock_release(&heaps_lock);
 }
@@ -882,10 +942,10 @@ static void set_never_notify(xa_slab *s)
 
 static void release_or_abandon(xa_slab *s)
 {
-    s->in_full &= (uint8_t)~XA_SLAB_IN_FULL;
+    xa_slab_set_in_full(s, s->in_full & ~XA_SLAB_IN_FULL);
     s->next = s->prev = NULL;
     xa_slab_collect(s);
-    if (s->used == 0) {
+    if (xa_slab_used(s) == 0) {
         s->heap = NULL;
         xa_arena_slab_free(xa_chunk_of(s), s);
     } else {
@@ -995,7 +1055,7 @@ size_t xa_heap_collect(xa_heap *h)
         for (xa_slab *s = h->avail[c]; s;) {
             xa_slab *next = s->next;
             xa_slab_collect(s);
-            if (s->used == 0) {
+            if (xa_slab_used(s) == 0) {
                 avail_remove(h, s);
                 wait_notifying(s);
                 xa_arena_slab_free(xa_chunk_of(s), s);

@@ -46,6 +46,14 @@ typedef struct xa_heap {
      * next allocations of the class (a pseudo-slab that becomes cur[] when
      * the real slabs run dry). reserved counts pushes, used pops. */
     xa_slab foreign[XA_FOREIGN_CLASSES];
+    /* One empty slab per big class (blocks of XA_TRIM_MIN_BLOCK and up),
+     * parked when it empties instead of going back to the arena: a thread
+     * whose set of big blocks breathes takes it again without the arena
+     * lock, a purge and page faults. Claimed by exchange (owner or purger),
+     * returned to the arena after decay_ms like the large-block slots. */
+    _Atomic(xa_slab *) spare[XA_NCLASSES];
+    uint64_t spare_ns[XA_NCLASSES]; /* atomic: when each was parked */
+    uint32_t spare_count;          /* atomic: spares parked */
     uint64_t trimmed_bytes;        /* bytes of free blocks purged (statistics) */
     uint64_t trim_pending;         /* big-class bytes freed since the last trim */
     uint64_t remote_trim_pending;  /* big blocks of others freed since the last upkeep */
@@ -141,19 +149,23 @@ XA_FAST_PATH xa_heap *xa_heap_get(void)
     return xa_heap_get_slow();
 }
 
-XA_FAST_PATH void *xa_heap_malloc_small(xa_heap *h, size_t size)
+XA_FAST_PATH void *xa_heap_malloc_class(xa_heap *h, size_t cls)
 {
-    unsigned cls = xa_size_class(size);
     xa_slab *s = h->cur[cls];
     xa_block *b = (xa_block *)s->free;
     if (xa_unlikely(!b))
-        return xa_heap_malloc_slow(h, cls);
+        return xa_heap_malloc_slow(h, (unsigned)cls);
     s->free = b->next ^ xa_heap_secret;
     b->next = 0; /* a live block never decodes to a free-list link */
     b->mark = 0; /* nor carries the free mark */
     s->used++;
     h->nmalloc[cls]++;
     return b;
+}
+
+XA_FAST_PATH void *xa_heap_malloc_small(xa_heap *h, size_t size)
+{
+    return xa_heap_malloc_class(h, xa_size_class(size));
 }
 
 /* True when p is at a block boundary of s (p inside the slab's units). */
@@ -183,6 +195,28 @@ XA_FAST_PATH bool xa_block_marked_free(const xa_block *b)
     return b->mark == xa_free_mark_of(b);
 }
 
+/* --*p as a signed count: 0 when still positive, 1 when now zero, 2 when
+ * negative (the XA_USED_SLOW flag). One decrement in memory, two
+ * branches on its flags (compilers load, subtract, store and test). */
+XA_FAST_PATH unsigned xa_dec_sign(uint32_t *p)
+{
+#if defined(__x86_64__)
+    __asm__ goto("subl $1, %0\n\tjl %l[negative]\n\tje %l[zero]"
+                 : /* no outputs: *p is in memory, the clobber says so */
+                 : "m"(*p)
+                 : "cc", "memory"
+                 : negative, zero);
+    return 0;
+zero:
+    return 1;
+negative:
+    return 2;
+#else
+    int32_t v = (int32_t)--*p;
+    return v > 0 ? 0 : v == 0 ? 1 : 2;
+#endif
+}
+
 /* Pushes b onto its slab's free list; the caller owns the slab and has
  * checked the block (xa_slab_is_block, xa_block_marked_free). */
 XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
@@ -192,11 +226,11 @@ XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
     b->mark = mark;
     s->free = (uintptr_t)b;
     h->nfree[s->cls]++;
-    if (xa_unlikely(--s->used == 0)) {
-        if (s != h->cur[s->cls] || h->no_keep || s->in_full)
+    /* One test for "now empty" and "flagged" (XA_USED_SLOW). */
+    unsigned sign = xa_dec_sign(&s->used);
+    if (xa_unlikely(sign != 0)) {
+        if (sign == 2 || s != h->cur[s->cls] || h->no_keep)
             xa_heap_free_local_slow(h, s);
-    } else if (xa_unlikely(s->in_full)) {
-        xa_heap_free_local_slow(h, s);
     }
 }
 

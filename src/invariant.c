@@ -59,11 +59,14 @@ static void check_slab(struct ctx *x, xa_chunk *c, const xa_slab *s, bool lists)
     const struct xa_class_info *ci = &xa_classes[s->cls];
     if (s->cls >= XA_NCLASSES || s->block_size != ci->size || s->reserved != ci->blocks ||
         s->units != ci->units || s->capacity > s->reserved ||
-        s->start != xa_unit_addr(c, s->first_unit) || s->used > s->capacity) {
+        s->start != xa_unit_addr(c, s->first_unit) || xa_slab_used(s) > s->capacity) {
         bad(x, "slab %p (class %u): bad descriptor (size %u units %u capacity %u used %u)",
-            (void *)s, s->cls, s->block_size, s->units, s->capacity, s->used);
+            (void *)s, s->cls, s->block_size, s->units, s->capacity, xa_slab_used(s));
         return;
     }
+    if (((s->used & XA_USED_SLOW) != 0) != (s->in_full != 0))
+        bad(x, "slab %p: used flag %u disagrees with in_full %u", (void *)s,
+            (s->used & XA_USED_SLOW) != 0, s->in_full);
     if (!lists || s->reserved > MAX_BLOCKS)
         return;
     uint8_t seen[MAX_BLOCKS / 8];
@@ -72,13 +75,13 @@ static void check_slab(struct ctx *x, xa_chunk *c, const xa_slab *s, bool lists)
     for (uintptr_t p = s->free; p; p = dec(((xa_block *)p)->next), nfree++)
         if (!mark(x, s, p, seen, "local"))
             return;
-    if (s->capacity - nfree != s->used)
-        bad(x, "slab %p: used %u, but capacity %u - %u free", (void *)s, s->used, s->capacity,
+    if (s->capacity - nfree != xa_slab_used(s))
+        bad(x, "slab %p: used %u, but capacity %u - %u free", (void *)s, xa_slab_used(s), s->capacity,
             nfree);
     uintptr_t tf = atomic_load_explicit(&s->thread_free, memory_order_acquire) & ~XA_TF_MASK;
     for (uint32_t n = 0; tf; tf = dec(((xa_block *)tf)->next), n++)
-        if (n > s->used || !mark(x, s, tf, seen, "remote")) {
-            if (n > s->used)
+        if (n > xa_slab_used(s) || !mark(x, s, tf, seen, "remote")) {
+            if (n > xa_slab_used(s))
                 bad(x, "slab %p: more remote frees than blocks in use", (void *)s);
             return;
         }
@@ -263,6 +266,22 @@ static void check_heap(struct ctx *x, xa_heap *h)
             bad(x, "heap: foreign stack %u has %u blocks, counts say %u", cls, n,
                 f->reserved - f->used);
     }
+    uint32_t spares = 0;
+    for (unsigned cls = 0; cls < XA_NCLASSES; cls++) {
+        xa_slab *s = atomic_load_explicit(&h->spare[cls], memory_order_relaxed);
+        if (!s)
+            continue;
+        spares++;
+        /* Empty, of its class, of this heap, in no list of it. */
+        if (s->kind != XA_RUN_SMALL || s->cls != cls || s->heap != h || xa_slab_used(s) != 0 ||
+            !(s->in_full & XA_SLAB_TRIM) || (s->in_full & XA_SLAB_IN_FULL) || s == h->cur[cls])
+            bad(x, "heap: spare %u is slab %p (kind %u, class %u, used %u)", cls, (void *)s,
+                s->kind, s->cls, xa_slab_used(s));
+        else
+            check_slab(x, xa_chunk_of(s), s, true);
+    }
+    if (spares != __atomic_load_n(&h->spare_count, __ATOMIC_RELAXED))
+        bad(x, "heap: %u spare slabs, the count says %u", spares, h->spare_count);
     for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
         /* A slot word is the block's address with a size key in its low
          * bits (below the page size). */

@@ -57,6 +57,7 @@ int xa_test_mallopt(int param, int value);
 /* Set at init from the junk option; every entry point tests it only on a
  * path it already takes (free's owner check, malloc's size check). */
 static size_t fast_small_max = XA_SMALL_MAX;
+static size_t fast_table_max = 1024; /* sizes malloc's first test takes */
 static bool junk;
 
 /* A junk-mode block keeps a redzone in its slack (usable size beyond the
@@ -166,7 +167,8 @@ static XA_NOINLINE void *malloc_small_slow_wrap(size_t size)
     return p;
 }
 
-static XA_NOINLINE void *malloc_other(size_t size)
+/* Big blocks, and every size in junk mode. */
+static XA_NOINLINE void *malloc_big_entry(size_t size)
 {
     if (size <= XA_SMALL_MAX)
         return malloc_small_slow_wrap(size);
@@ -176,11 +178,23 @@ static XA_NOINLINE void *malloc_other(size_t size)
     return p;
 }
 
+/* Sizes past the first class table: the medium table or a bit scan, and
+ * the same pop, with no frame. */
+static XA_NOINLINE void *malloc_other(size_t size)
+{
+    /* Above fast_table_max, so above 1024 unless junk mode zeroed both. */
+    if (xa_likely(size <= fast_small_max))
+        return xa_heap_malloc_class(xa_tls_heap, xa_size_class_above_1k(size));
+    return malloc_big_entry(size);
+}
+
 XA_FAST_PATH void *malloc_inline(size_t size)
 {
-    /* The slow path sets errno itself, so both calls are tail calls. */
-    if (xa_likely(size <= fast_small_max))
-        return xa_heap_malloc_small(xa_tls_heap, size);
+    /* One test for the sizes of the first class table (none in junk
+     * mode); bigger ones go out of line. The slow path sets errno itself,
+     * so both calls are tail calls. */
+    if (xa_likely(size <= fast_table_max))
+        return xa_heap_malloc_class(xa_tls_heap, xa_class_of_small[(size + 15) >> 4]);
     return malloc_other(size);
 }
 
@@ -717,7 +731,7 @@ void xa_malloc_boot(void)
 {
     junk = xa_opt.junk;
     if (junk) {
-        fast_small_max = 0;
+        fast_small_max = fast_table_max = 0;
         xa_region_runs = XA_REGION_RUNS_SLOW;
     }
 }

@@ -28,6 +28,10 @@ struct xa_class_info {
  * every thread); check_sizeclass verifies them against the rules below. */
 extern const struct xa_class_info xa_classes[XA_NCLASSES];
 extern const uint8_t xa_class_of_small[(1024 >> 4) + 1];
+/* Requests up to this size find their class in a table (two loads, no bit
+ * scan): the second table covers 1025..32768 in 128-byte steps. */
+#define XA_MEDIUM_TABLE_MAX ((size_t)32768)
+extern const uint8_t xa_class_of_medium[(XA_MEDIUM_TABLE_MAX >> 7) + 1];
 
 /* The rules the tables follow: block size of a class, slab length for a
  * block size (in units), blocks carved per extension. */
@@ -35,14 +39,22 @@ uint32_t xa_sizeclass_rule_size(unsigned cls);
 uint32_t xa_sizeclass_rule_units(uint32_t size);
 uint32_t xa_sizeclass_rule_batch(uint32_t size);
 
+/* Class of a request of size bytes, 1024 < size <= XA_SMALL_MAX. */
+XA_FAST_PATH unsigned xa_size_class_above_1k(size_t size)
+{
+    if (xa_likely(size <= XA_MEDIUM_TABLE_MAX))
+        return xa_class_of_medium[(size + 127) >> 7];
+    size_t x = size - 1;
+    unsigned k = 63u - (unsigned)__builtin_clzl(x);
+    return 8u + (k - 7u) * 4u + (unsigned)((x >> (k - 2u)) & 3u);
+}
+
 /* Class of a request of size bytes, size <= XA_SMALL_MAX. */
 XA_FAST_PATH unsigned xa_size_class(size_t size)
 {
     if (xa_likely(size <= 1024))
         return xa_class_of_small[(size + 15) >> 4];
-    size_t x = size - 1;
-    unsigned k = 63u - (unsigned)__builtin_clzl(x);
-    return 8u + (k - 7u) * 4u + (unsigned)((x >> (k - 2u)) & 3u);
+    return xa_size_class_above_1k(size);
 }
 
 /* Computed class without the table (used to build it, and by tests). */

@@ -1,0 +1,165 @@
+/* check_heap.c: unit tests of the thread heap (src/heap.c): the spare
+ * slab a big class keeps when one of its slabs empties, and the foreign
+ * stacks a thread keeps of blocks it frees for others, handed back in
+ * chains when they fill. Each test runs in its own process (Check forks),
+ * so the heap starts empty. */
+#include <check.h>
+
+#include "unit/unit_main.h"
+#include <pthread.h>
+#include <stdint.h>
+
+#include "heap.h"
+#include "invariant.h"
+
+void *xa_test_malloc(size_t size);
+void xa_test_free(void *p);
+
+static void assert_clean(void)
+{
+    char msg[256];
+    size_t n = xa_invariant_check(msg, sizeof msg);
+    ck_assert_msg(n == 0, "%zu problems, first: %s", n, msg);
+}
+
+static xa_slab *slab_of(void *p) { return xa_run_of(xa_chunk_of(p), p); }
+
+static xa_slab *spare_of(xa_heap *h, unsigned cls)
+{
+    return atomic_load_explicit(&h->spare[cls], memory_order_relaxed);
+}
+
+START_TEST(emptied_big_slab_is_parked_reused_and_decayed)
+{
+    enum { SIZE = 65536, MAX = 64 };
+    unsigned cls = xa_size_class(SIZE);
+    uint32_t per = xa_classes[cls].blocks;
+    ck_assert_uint_ge(SIZE, XA_TRIM_MIN_BLOCK); /* a class that keeps a spare */
+    ck_assert_uint_le(3 * per, MAX);
+    void *p[MAX];
+    for (uint32_t i = 0; i < 3 * per; i++)
+        ck_assert_ptr_nonnull(p[i] = xa_test_malloc(SIZE));
+    xa_heap *h = xa_tls_heap;
+    xa_slab *first = slab_of(p[0]), *second = slab_of(p[per]);
+    ck_assert_ptr_ne(first, second);
+    ck_assert_ptr_ne(first, h->cur[cls]);
+    ck_assert_ptr_ne(second, h->cur[cls]);
+    ck_assert_ptr_null(spare_of(h, cls));
+
+    /* The first slab empties: kept as the spare, not given to the arena. */
+    for (uint32_t i = 0; i < per; i++)
+        xa_test_free(p[i]);
+    ck_assert_ptr_eq(spare_of(h, cls), first);
+    ck_assert_uint_eq(h->spare_count, 1);
+    ck_assert_uint_eq(first->kind, XA_RUN_SMALL);
+    assert_clean();
+
+    /* A second one goes back to the arena: one spare per class. */
+    for (uint32_t i = per; i < 2 * per; i++)
+        xa_test_free(p[i]);
+    ck_assert_ptr_eq(spare_of(h, cls), first);
+    ck_assert_uint_ne(second->kind, XA_RUN_SMALL);
+    assert_clean();
+
+    /* The current slab is full: the next block comes from the spare. */
+    void *q = xa_test_malloc(SIZE);
+    ck_assert_ptr_eq(slab_of(q), first);
+    ck_assert_ptr_null(spare_of(h, cls));
+    ck_assert_uint_eq(h->spare_count, 0);
+    assert_clean();
+
+    /* The first slab is current now; the third empties and is parked,
+     * then past decay_ms it goes back to the arena. */
+    ck_assert_ptr_eq(h->cur[cls], first);
+    xa_slab *third = slab_of(p[2 * per]);
+    for (uint32_t i = 2 * per; i < 3 * per; i++)
+        xa_test_free(p[i]);
+    ck_assert_ptr_eq(spare_of(h, cls), third);
+    xa_heaps_decay_caches(UINT64_MAX / 2);
+    ck_assert_ptr_null(spare_of(h, cls));
+    ck_assert_uint_eq(h->spare_count, 0);
+    ck_assert_uint_ne(third->kind, XA_RUN_SMALL);
+    xa_test_free(q);
+    assert_clean();
+}
+END_TEST
+
+START_TEST(small_class_keeps_no_spare)
+{
+    /* 64-byte slabs empty and go back at once: the footprint of threads
+     * that allocate little stays what it was. */
+    enum { N = 4000 };
+    static void *p[N];
+    unsigned cls = xa_size_class(64);
+    for (int i = 0; i < N; i++)
+        p[i] = xa_test_malloc(64);
+    for (int i = 0; i < N; i++)
+        xa_test_free(p[i]);
+    ck_assert_ptr_null(spare_of(xa_tls_heap, cls));
+    assert_clean();
+}
+END_TEST
+
+enum { BLOCKS = 1000, BLOCK_SIZE = 64 };
+static void *blocks[BLOCKS];
+
+static void *free_them_all(void *arg)
+{
+    (void)arg;
+    void *own = xa_test_malloc(BLOCK_SIZE); /* this thread gets a heap */
+    ck_assert_ptr_nonnull(own);
+    xa_heap *h = xa_tls_heap;
+    unsigned cls = xa_size_class(BLOCK_SIZE);
+    xa_slab *f = &h->foreign[cls];
+    uint32_t limit = f->capacity;
+    ck_assert_uint_lt(limit, BLOCKS);
+    uint32_t most = 0;
+    for (int i = 0; i < BLOCKS; i++) {
+        xa_test_free(blocks[i]);
+        uint32_t kept = f->reserved - f->used;
+        ck_assert_uint_le(kept, limit);
+        if (kept > most)
+            most = kept;
+    }
+    /* It filled, was handed back, and keeps blocks again. */
+    ck_assert_uint_eq(most, limit);
+    ck_assert_uint_eq(f->reserved - f->used, BLOCKS % limit);
+    assert_clean();
+    xa_test_free(own);
+    return NULL;
+}
+
+START_TEST(full_foreign_stack_goes_back_in_chains)
+{
+    for (int i = 0; i < BLOCKS; i++)
+        ck_assert_ptr_nonnull(blocks[i] = xa_test_malloc(BLOCK_SIZE));
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, free_them_all, NULL), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    /* Every block came back to this thread's slabs (the chains, and the
+     * stack the other thread handed back as it exited): all can be had
+     * again, and the heap is consistent. */
+    assert_clean();
+    for (int i = 0; i < BLOCKS; i++) {
+        blocks[i] = xa_test_malloc(BLOCK_SIZE);
+        ck_assert_ptr_eq(slab_of(blocks[i])->heap, xa_tls_heap);
+    }
+    assert_clean();
+    for (int i = 0; i < BLOCKS; i++)
+        xa_test_free(blocks[i]);
+    assert_clean();
+}
+END_TEST
+
+static Suite *heap_suite(void)
+{
+    Suite *s = suite_create("heap");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, emptied_big_slab_is_parked_reused_and_decayed);
+    tcase_add_test(tc, small_class_keeps_no_spare);
+    tcase_add_test(tc, full_foreign_stack_goes_back_in_chains);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+XA_UNIT_MAIN(heap_suite)
