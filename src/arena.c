@@ -552,7 +552,7 @@ void xa_arena_slab_abandon(xa_chunk *c, xa_slab *s)
     xa_arena *a = c->arena;
     xa_lock_acquire(&a->lock);
     __atomic_store_n(&s->heap, NULL, __ATOMIC_RELEASE);
-    xa_slab_set_in_full(s, s->in_full & ~XA_SLAB_IN_FULL);
+    xa_slab_set_in_full(s, (s->in_full & ~XA_SLAB_IN_FULL) | XA_SLAB_ABANDONED);
     s->prev = NULL;
     s->next = a->abandoned[s->cls];
     if (s->next)
@@ -610,25 +610,41 @@ static size_t reclaim_abandoned(xa_arena *a)
     return freed;
 }
 
+/* Takes abandoned slab s for heap. Pre: arena lock held, s abandoned. */
+static void adopt_locked(xa_arena *a, xa_slab *s, struct xa_heap *heap)
+{
+    abandoned_unlink(a, s);
+    xa_slab_set_in_full(s, s->in_full & ~XA_SLAB_ABANDONED);
+    xa_slab_collect(s);
+    /* Back to a normal owner: remote frees may notify again. */
+    uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&s->thread_free, &old,
+                                                  (old & ~XA_TF_MASK) | XA_TF_NORMAL,
+                                                  memory_order_acq_rel, memory_order_relaxed))
+        ;
+    __atomic_store_n(&s->heap, heap, __ATOMIC_RELEASE);
+}
+
 xa_slab *xa_arena_slab_adopt(xa_arena *a, unsigned cls, struct xa_heap *heap)
 {
     if (!__atomic_load_n(&a->abandoned[cls], __ATOMIC_RELAXED))
         return NULL;
     xa_lock_acquire(&a->lock);
     xa_slab *s = a->abandoned[cls];
-    if (s) {
-        abandoned_unlink(a, s);
-        xa_slab_collect(s);
-        /* Back to a normal owner: remote frees may notify again. */
-        uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
-        while (!atomic_compare_exchange_weak_explicit(&s->thread_free, &old,
-                                                      (old & ~XA_TF_MASK) | XA_TF_NORMAL,
-                                                      memory_order_acq_rel, memory_order_relaxed))
-            ;
-        __atomic_store_n(&s->heap, heap, __ATOMIC_RELEASE);
-    }
+    if (s)
+        adopt_locked(a, s, heap);
     xa_lock_release(&a->lock);
     return s;
+}
+
+bool xa_arena_slab_adopt_this(xa_arena *a, xa_slab *s, struct xa_heap *heap)
+{
+    xa_lock_acquire(&a->lock);
+    bool ok = s->kind == XA_RUN_SMALL && (s->in_full & XA_SLAB_ABANDONED);
+    if (ok)
+        adopt_locked(a, s, heap);
+    xa_lock_release(&a->lock);
+    return ok;
 }
 
 /* ---- large ---- */

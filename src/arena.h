@@ -91,6 +91,9 @@ xa_arena *xa_arena_get(unsigned i);
 xa_slab *xa_arena_slab_new(xa_arena *a, unsigned cls, struct xa_heap *heap);
 /* An abandoned slab of class cls, now owned by heap; NULL if none. */
 xa_slab *xa_arena_slab_adopt(xa_arena *a, unsigned cls, struct xa_heap *heap);
+/* Slab s, when it is still abandoned, now owned by heap (its remote frees
+ * collected); false when another thread took it first. */
+bool xa_arena_slab_adopt_this(xa_arena *a, xa_slab *s, struct xa_heap *heap);
 /* Returns an empty slab's run (its owner no longer lists it). */
 void xa_arena_slab_free(xa_chunk *c, xa_slab *s);
 /* Hands a non-empty slab to the arena (owner thread exits). */

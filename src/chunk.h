@@ -66,6 +66,9 @@ struct xa_arena;
  * them (see heap.c). */
 #define XA_SLAB_IN_FULL 1u
 #define XA_SLAB_TRIM 2u
+/* In the arena's abandoned list (no owner): set and cleared under the
+ * arena lock. */
+#define XA_SLAB_ABANDONED 4u
 
 typedef struct xa_slab {
     /* ---- hot: the owner's fast path (first cache line) ---- */

@@ -608,6 +608,19 @@ static XA_NOINLINE void remote_trim(xa_heap *h, xa_slab *s, xa_block *b)
         h->trimmed_bytes += trim_block(b, s->block_size, XA_PURGE_AT_FREE);
 }
 
+/* A block of a slab whose owner exited, freed by a thread of the slab's
+ * arena: the slab becomes this heap's (as a new slab would), so this free
+ * and the next ones of its blocks are local pushes, and its blocks are
+ * reused at once instead of waiting in the arena. */
+static XA_NOINLINE bool adopt_on_free(xa_heap *h, xa_slab *s)
+{
+    if (h == &xa_heap_empty || h->no_keep || xa_chunk_of(s)->arena != h->arena ||
+        !xa_arena_slab_adopt_this(h->arena, s, h))
+        return false;
+    avail_push_back(h, s);
+    return true;
+}
+
 void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
 {
     /* Freed already, by its owner or by another thread: this thread
@@ -616,6 +629,10 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
         xa_fatal("free(): double free of %p (%u-byte block, freed already by this or another "
                  "thread)",
                  (void *)b, s->block_size);
+    if (xa_unlikely(s->in_full & XA_SLAB_ABANDONED) && adopt_on_free(h, s)) {
+        xa_heap_free_owned(h, s, b);
+        return;
+    }
     b->mark = xa_free_mark_of(b);
     unsigned cls = s->cls;
     /* Counted against the block's arena, so per-arena live bytes stay

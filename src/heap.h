@@ -239,12 +239,13 @@ XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
  * thread's foreign stack for its next malloc of the class, counted in
  * this heap. A leaf: no frame, one test per condition; everything else
  * (a double free, another arena, a full stack, a big block to purge, no
- * heap) goes to xa_heap_free_remote. */
+ * heap, a slab whose owner exited) goes to xa_heap_free_remote. */
 XA_FAST_PATH void xa_heap_free_remote_fast(xa_heap *h, xa_chunk *c, xa_slab *s, xa_block *b)
 {
     unsigned cls = s->cls;
     if (xa_likely(cls < XA_FOREIGN_CLASSES && c->arena_key == h->keep_key &&
-                  !(s->in_full & XA_SLAB_TRIM) && !xa_block_marked_free(b))) {
+                  !(s->in_full & (XA_SLAB_TRIM | XA_SLAB_ABANDONED)) &&
+                  !xa_block_marked_free(b))) {
         xa_slab *f = &h->foreign[cls];
         if (xa_likely(f->reserved - f->used < f->capacity)) {
             uintptr_t mark = xa_free_mark_of(b); /* read before the stores */

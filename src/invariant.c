@@ -214,7 +214,8 @@ static void check_arena(struct ctx *x, xa_arena *a)
             bad(x, "arena %u: dirty list holds run %p (kind %u)", a->index, (void *)s, s->kind);
     for (unsigned cls = 0; cls < XA_NCLASSES; cls++)
         for (xa_slab *s = a->abandoned[cls]; s; s = s->next) {
-            if (s->kind != XA_RUN_SMALL || s->cls != cls || s->heap)
+            if (s->kind != XA_RUN_SMALL || s->cls != cls || s->heap ||
+                !(s->in_full & XA_SLAB_ABANDONED))
                 bad(x, "arena %u: abandoned list %u holds %p", a->index, cls, (void *)s);
             else
                 check_slab(x, xa_chunk_of(s), s, true);
@@ -234,7 +235,8 @@ static void check_heap(struct ctx *x, xa_heap *h)
             bad(x, "heap: cur[%u] is neither the list head nor the foreign stack", cls);
         xa_slab *prev = NULL;
         for (xa_slab *s = h->avail[cls]; s; prev = s, s = s->next) {
-            if (s->kind != XA_RUN_SMALL || s->cls != cls || s->heap != h || (s->in_full & XA_SLAB_IN_FULL) ||
+            if (s->kind != XA_RUN_SMALL || s->cls != cls || s->heap != h ||
+                (s->in_full & (XA_SLAB_IN_FULL | XA_SLAB_ABANDONED)) ||
                 s->prev != prev) {
                 bad(x, "heap: class list %u holds slab %p (kind %u, class %u)", cls, (void *)s,
                     s->kind, s->cls);
@@ -244,7 +246,8 @@ static void check_heap(struct ctx *x, xa_heap *h)
         }
     }
     for (xa_slab *s = h->full; s; s = s->next) {
-        if (s->kind != XA_RUN_SMALL || s->heap != h || !(s->in_full & XA_SLAB_IN_FULL)) {
+        if (s->kind != XA_RUN_SMALL || s->heap != h || !(s->in_full & XA_SLAB_IN_FULL) ||
+            (s->in_full & XA_SLAB_ABANDONED)) {
             bad(x, "heap: full list holds slab %p", (void *)s);
             break;
         }

@@ -8,6 +8,7 @@
 #include "unit/unit_main.h"
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "heap.h"
 #include "invariant.h"
@@ -151,6 +152,42 @@ START_TEST(full_foreign_stack_goes_back_in_chains)
 }
 END_TEST
 
+static void *allocate_and_exit(void *arg)
+{
+    void **out = arg;
+    for (int i = 0; i < 8; i++)
+        out[i] = xa_test_malloc(100);
+    return NULL; /* exits with live blocks: the slab is abandoned */
+}
+
+START_TEST(abandoned_slab_is_adopted_by_a_freeing_thread)
+{
+    /* One arena, so the freeing thread's heap is of the slab's arena (read
+     * at the first allocation of this test's process). */
+    setenv("XALLOC_CONF", "arenas:1", 1);
+    void *keep[8];
+    void *own = xa_test_malloc(100); /* this thread has a heap */
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, allocate_and_exit, keep), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    xa_slab *s = slab_of(keep[0]);
+    xa_heap *h = xa_tls_heap;
+    ck_assert_ptr_null(s->heap);
+    ck_assert(s->in_full & XA_SLAB_ABANDONED);
+    assert_clean();
+    ck_assert_ptr_eq(xa_chunk_of(s)->arena, h->arena);
+    xa_test_free(keep[0]);
+    ck_assert_ptr_eq(s->heap, h);
+    ck_assert(!(s->in_full & XA_SLAB_ABANDONED));
+    assert_clean();
+    /* The rest of its blocks are local frees now. */
+    for (int i = 1; i < 8; i++)
+        xa_test_free(keep[i]);
+    xa_test_free(own);
+    assert_clean();
+}
+END_TEST
+
 static Suite *heap_suite(void)
 {
     Suite *s = suite_create("heap");
@@ -158,6 +195,7 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, emptied_big_slab_is_parked_reused_and_decayed);
     tcase_add_test(tc, small_class_keeps_no_spare);
     tcase_add_test(tc, full_foreign_stack_goes_back_in_chains);
+    tcase_add_test(tc, abandoned_slab_is_adopted_by_a_freeing_thread);
     suite_add_tcase(s, tc);
     return s;
 }
