@@ -547,10 +547,9 @@ static void push_remote_chain(xa_slab *s, xa_block *head, xa_block *tail)
 
 static void push_remote(xa_slab *s, xa_block *b) { push_remote_chain(s, b, b); }
 
-/* Gives the blocks kept in class cls's foreign stack back to their slabs,
- * consecutive blocks of one slab as one chain: a thread that frees what
- * others allocate and allocates little itself (a consumer) pays one atomic
- * per run of blocks of a slab, not one per block. */
+/* Gives the blocks kept in class cls's foreign stack back to their slabs
+ * (at exit, collection, a move), consecutive blocks of one slab as one
+ * chain: one atomic per run of blocks of a slab, not one per block. */
 static void foreign_flush_class(xa_heap *h, unsigned cls)
 {
     xa_slab *f = &h->foreign[cls];
@@ -659,17 +658,19 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
         remote_trim(h, s, b);
     if (h != &xa_heap_empty && cls < XA_FOREIGN_CLASSES && h->keep_key) {
         xa_slab *f = &h->foreign[cls];
-        /* Full: a thread that frees more of the class than it allocates
-         * gives the stack back, in chains (see foreign_flush_class). */
-        if (f->reserved - f->used >= foreign_limit(h, cls))
-            foreign_flush_class(h, cls);
-        /* Keep it for this thread's next malloc of the class. The slab
-         * still counts it as in use, so nothing changes for its owner.
-         * (A second free of it while it waits here finds the mark.) */
-        b->next = enc(f->free);
-        f->free = (uintptr_t)b;
-        f->reserved++;
-        return;
+        /* A full stack stays as it is, for this thread's next allocations
+         * (handing it all back when it fills left the blocks waiting in
+         * their owners' remote lists while this thread took new memory:
+         * ovsdb update, 1000 rows, peak RSS 26 -> 37 MiB). */
+        if (f->reserved - f->used < foreign_limit(h, cls)) {
+            /* Keep it for this thread's next malloc of the class. The slab
+             * still counts it as in use, so nothing changes for its owner.
+             * (A second free of it while it waits here finds the mark.) */
+            b->next = enc(f->free);
+            f->free = (uintptr_t)b;
+            f->reserved++;
+            return;
+        }
     }
     push_remote(s, b);
 }

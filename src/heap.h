@@ -243,7 +243,9 @@ XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
 XA_FAST_PATH void xa_heap_free_remote_fast(xa_heap *h, xa_chunk *c, xa_slab *s, xa_block *b)
 {
     unsigned cls = s->cls;
-    if (xa_likely(cls < XA_FOREIGN_CLASSES && c->arena_key == h->keep_key &&
+    /* The arena test first: it fails at once for a thread with no heap
+     * (keep_key 0), a consumer that only frees. */
+    if (xa_likely(c->arena_key == h->keep_key && cls < XA_FOREIGN_CLASSES &&
                   !(s->in_full & (XA_SLAB_TRIM | XA_SLAB_ABANDONED)) &&
                   !xa_block_marked_free(b))) {
         xa_slab *f = &h->foreign[cls];
