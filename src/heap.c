@@ -211,7 +211,7 @@ static void drain_delayed(xa_heap *h)
  * are purged (trim_free_blocks): frees of such blocks take the slow path
  * (XA_SLAB_TRIM) and count here, so a mass free returns memory as it goes,
  * a purge covering many blocks. */
-#define TRIM_ALLOWANCE ((uint64_t)2 << 20)
+#define TRIM_ALLOWANCE XA_HEAP_TRIM_ALLOWANCE
 #define TRIM_MARK 0x7472696d6d656421ULL /* "trimmed!" */
 
 static inline uintptr_t trim_mark(const xa_block *b)

@@ -217,6 +217,10 @@ negative:
 #endif
 }
 
+/* Bytes of big-class blocks (XA_SLAB_TRIM) a heap frees between two looks
+ * at its pool of free big blocks (see heap.c). */
+#define XA_HEAP_TRIM_ALLOWANCE ((uint64_t)2 << 20)
+
 /* Pushes b onto its slab's free list; the caller owns the slab and has
  * checked the block (xa_slab_is_block, xa_block_marked_free). */
 XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
@@ -229,8 +233,21 @@ XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
     /* One test for "now empty" and "flagged" (XA_USED_SLOW). */
     unsigned sign = xa_dec_sign(&s->used);
     if (xa_unlikely(sign != 0)) {
-        if (sign == 2 || s != h->cur[s->cls] || h->no_keep)
-            xa_heap_free_local_slow(h, s);
+        if (sign == 1) { /* empty: the current slab stays */
+            if (s != h->cur[s->cls] || h->no_keep)
+                xa_heap_free_local_slow(h, s);
+            return;
+        }
+        /* Flagged. A big-class slab in use only counts the bytes towards
+         * the next look at the pool: done here while under the allowance,
+         * so a loop over big blocks makes no call. */
+        uint64_t pending = h->trim_pending + s->block_size;
+        if (s->in_full == XA_SLAB_TRIM && pending <= XA_HEAP_TRIM_ALLOWANCE &&
+            (xa_slab_used(s) != 0 || (s == h->cur[s->cls] && !h->no_keep))) {
+            h->trim_pending = pending;
+            return;
+        }
+        xa_heap_free_local_slow(h, s);
     }
 }
 
