@@ -49,6 +49,15 @@ static void make_room(xa_heap *h);
 static void remote_flush(xa_heap *h);
 static xa_slab *spare_take(xa_heap *h, unsigned cls);
 
+/* True when h has anything parked for large_cache_flush to return: large
+ * blocks, huge mappings or spare slabs. */
+static bool heap_has_parked(xa_heap *h)
+{
+    return __atomic_load_n(&h->large_cached_bytes, __ATOMIC_RELAXED) ||
+           __atomic_load_n(&h->huge_cached_bytes, __ATOMIC_RELAXED) ||
+           __atomic_load_n(&h->spare_count, __ATOMIC_RELAXED);
+}
+
 /* A clock read on slow paths (upkeep) and used to stamp parked large
  * blocks: stamping them with a real clock read would cost a vDSO call on
  * every free of a large block, for a decay measured in seconds. */
@@ -297,8 +306,7 @@ void xa_heap_upkeep(xa_heap *h)
         xa_heap_hooks.tick(now);
         return;
     }
-    if (__atomic_load_n(&h->large_cached_bytes, __ATOMIC_RELAXED) ||
-        __atomic_load_n(&h->huge_cached_bytes, __ATOMIC_RELAXED))
+    if (heap_has_parked(h))
         large_cache_flush(h, now, false);
     xa_arena_maybe_decay(h->arena, now, XA_PURGE_SLOW_PATH);
     /* Arenas without active threads still decay: one thread in a while
@@ -460,7 +468,7 @@ static bool spare_flush(xa_heap *h, uint64_t now, bool force)
         return false;
     bool left = false;
     uint64_t decay_ns = (uint64_t)__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) * 1000000u;
-    for (unsigned c = 0; c < XA_NCLASSES; c++) {
+    for (unsigned c = xa_size_class(XA_TRIM_MIN_BLOCK); c < XA_NCLASSES; c++) {
         if (!atomic_load_explicit(&h->spare[c], memory_order_relaxed))
             continue;
         if (!force && now - __atomic_load_n(&h->spare_ns[c], __ATOMIC_RELAXED) < decay_ns) {
@@ -666,9 +674,7 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
             /* Keep it for this thread's next malloc of the class. The slab
              * still counts it as in use, so nothing changes for its owner.
              * (A second free of it while it waits here finds the mark.) */
-            b->next = enc(f->free);
-            f->free = (uintptr_t)b;
-            f->reserved++;
+            xa_heap_foreign_push(f, b);
             return;
         }
     }
@@ -885,9 +891,7 @@ bool xa_heaps_decay_caches(uint64_t now)
     __atomic_store_n(&coarse_now_ns, now, __ATOMIC_RELAXED);
     xa_lock_acquire(&heaps_lock);
     for (xa_heap *h = heaps_live; h; h = h->next_all)
-        if (__atomic_load_n(&h->large_cached_bytes, __ATOMIC_RELAXED) ||
-            __atomic_load_n(&h->huge_cached_bytes, __ATOMIC_RELAXED) ||
-            __atomic_load_n(&h->spare_count, __ATOMIC_RELAXED))
+        if (heap_has_parked(h))
             left |= large_cache_flush(h, now, false);
     xa_lock_release(&heaps_lock);
     return left;
@@ -897,9 +901,7 @@ void xa_heaps_flush_caches(void)
 {
     xa_lock_acquire(&heaps_lock);
     for (xa_heap *h = heaps_live; h; h = h->next_all)
-        if (__atomic_load_n(&h->large_cached_bytes, __ATOMIC_RELAXED) ||
-            __atomic_load_n(&h->huge_cached_bytes, __ATOMIC_RELAXED) ||
-            __atomic_load_n(&h->spare_count, __ATOMIC_RELAXED))
+        if (heap_has_parked(h))
             large_cache_flush(h, 0, true);
     xa_lock_release(&heaps_lock);
 }

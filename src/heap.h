@@ -251,6 +251,14 @@ XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
     }
 }
 
+/* Keeps b (marked free already) in the foreign stack f. */
+XA_FAST_PATH void xa_heap_foreign_push(xa_slab *f, xa_block *b)
+{
+    b->next = f->free ^ xa_heap_secret;
+    f->free = (uintptr_t)b;
+    f->reserved++;
+}
+
 /* A small block of another thread's slab (s->kind SMALL, s->heap not h, p
  * a carved block of s), freed the way it nearly always is: kept in this
  * thread's foreign stack for its next malloc of the class, counted in
@@ -267,11 +275,8 @@ XA_FAST_PATH void xa_heap_free_remote_fast(xa_heap *h, xa_chunk *c, xa_slab *s, 
                   !xa_block_marked_free(b))) {
         xa_slab *f = &h->foreign[cls];
         if (xa_likely(f->reserved - f->used < f->capacity)) {
-            uintptr_t mark = xa_free_mark_of(b); /* read before the stores */
-            b->next = f->free ^ xa_heap_secret;
-            b->mark = mark;
-            f->free = (uintptr_t)b;
-            f->reserved++;
+            b->mark = xa_free_mark_of(b);
+            xa_heap_foreign_push(f, b);
             h->remote_nfree[cls]++;
             h->remote_bytes += s->block_size;
             return;

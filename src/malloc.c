@@ -244,21 +244,16 @@ static size_t block_usable(const char *fn, xa_chunk *c, void *p)
 }
 
 static XA_NOINLINE void free_generic(xa_chunk *c, void *p);
+static XA_NOINLINE void free_not_owned(xa_chunk *c, xa_slab *s, void *p);
 
 /* Frees the fast path did not take; most are small blocks of another
  * thread's slab, handled here without saving registers (tail call). */
 static XA_NOINLINE void free_slow(xa_chunk *c, void *p)
 {
-    xa_heap *h = xa_tls_heap;
     uintptr_t rel = (uintptr_t)p - (uintptr_t)c;
     if (xa_likely(rel < XA_CHUNK_SIZE && !junk)) {
-        xa_slab *s = xa_run_of(c, p);
-        if (xa_likely(s->kind == XA_RUN_SMALL && s->heap != h && xa_slab_is_block(s, p) &&
-                      (uintptr_t)p - (uintptr_t)s->start <
-                          (uintptr_t)s->capacity * s->block_size)) {
-            xa_heap_free_remote_fast(h, c, s, p);
-            return;
-        }
+        free_not_owned(c, xa_run_of(c, p), p);
+        return;
     }
     free_generic(c, p);
 }
