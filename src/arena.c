@@ -198,7 +198,7 @@ static void requeue_dirty_runs(xa_arena *a, xa_chunk *c)
 /* DENSE policy: promote a chunk that became dense, demote one that became
  * sparse (see pages.h). Density is what the program can have touched:
  * large blocks, and slab blocks as far as carved (a slab's run is reserved
- * whole but its pages are touched batch by batch). Called under the arena
+ * whole but its pages are touched page by page). Called under the arena
  * lock when dense_bytes changed. */
 static void chunk_density_changed(xa_arena *a, xa_chunk *c)
 {

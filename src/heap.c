@@ -143,15 +143,20 @@ static void full_remove(xa_heap *h, xa_slab *s)
 
 /* ---- collection ---- */
 
-/* Carves the next batch of never-used blocks onto the free list. Blocks are
- * linked as carved, so pages of the slab not reached stay untouched. */
+/* Carves the never-used blocks that start in the next page onto the free
+ * list. Blocks are linked as carved, so pages of the slab not reached stay
+ * untouched. */
 static void extend(xa_slab *s)
 {
-    const struct xa_class_info *ci = &xa_classes[s->cls];
     uint32_t n = s->reserved - s->capacity;
-    if (n > ci->batch)
-        n = ci->batch;
     char *first = s->start + (size_t)s->capacity * s->block_size;
+    /* The blocks that start in first's page: linking them touches no other
+     * page (a batch from an offset used to reach into the next page, made
+     * resident for blocks a thread may never take). */
+    uintptr_t page_end = ((uintptr_t)first | (XA_OS_PAGE - 1)) + 1;
+    uint32_t in_page = (uint32_t)((page_end - (uintptr_t)first + s->block_size - 1) / s->block_size);
+    if (n > in_page)
+        n = in_page;
     char *b = first;
     /* Carved blocks are free blocks: they carry the mark too, so a free
      * of one that was never handed out is a double free like any other. */
@@ -495,9 +500,14 @@ void xa_heap_free_local_slow(xa_heap *h, xa_slab *s)
          * malloc_trim still take it). */
         h->trim_pending = 0;
         uint64_t pool = big_free_bytes(h); /* trimmed blocks included */
+        uint64_t last = h->trim_pool_last;
+        h->trim_pool_last = pool;
         if (pool < h->trim_pool_low)
             h->trim_pool_low = pool;
-        if (pool > h->trim_pool_low + 2 * TRIM_ALLOWANCE) {
+        /* ... and only if the pool grew by half of what was freed since
+         * the last look (frees outrunning reuse, not a pool that wanders
+         * while the program churns). */
+        if (pool > h->trim_pool_low + 2 * TRIM_ALLOWANCE && pool >= last + TRIM_ALLOWANCE / 2) {
             trim_free_blocks(h, XA_PURGE_AT_FREE, TRIM_ALLOWANCE);
             h->trim_pool_low = pool;
         }

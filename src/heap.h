@@ -57,6 +57,7 @@ typedef struct xa_heap {
     uint64_t trimmed_bytes;        /* bytes of free blocks purged (statistics) */
     uint64_t trim_pending;         /* big-class bytes freed since the last trim */
     uint64_t remote_trim_pending;  /* big blocks of others freed since the last upkeep */
+    uint64_t trim_pool_last;       /* free big-block bytes at the last look */
     uint64_t trim_pool_low;        /* lowest free big-block bytes seen since the last trim */
     /* Frees of other threads' small blocks, counted here by this thread
      * alone (no atomic on a line other freeing threads share): per class

@@ -20,7 +20,6 @@ struct xa_class_info {
     uint32_t size;     /* block size */
     uint32_t units;    /* slab length in 64 KiB units */
     uint32_t blocks;   /* blocks per slab */
-    uint32_t batch;    /* blocks carved per free-list extension */
     uint64_t div_magic; /* ceil(2^64 / size): divisibility test */
 };
 
@@ -34,10 +33,9 @@ extern const uint8_t xa_class_of_small[(1024 >> 4) + 1];
 extern const uint8_t xa_class_of_medium[(XA_MEDIUM_TABLE_MAX >> 7) + 1];
 
 /* The rules the tables follow: block size of a class, slab length for a
- * block size (in units), blocks carved per extension. */
+ * block size (in units). */
 uint32_t xa_sizeclass_rule_size(unsigned cls);
 uint32_t xa_sizeclass_rule_units(uint32_t size);
-uint32_t xa_sizeclass_rule_batch(uint32_t size);
 
 /* Class of a request of size bytes, 1024 < size <= XA_SMALL_MAX. */
 XA_FAST_PATH unsigned xa_size_class_above_1k(size_t size)

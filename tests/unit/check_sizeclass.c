@@ -16,7 +16,6 @@ START_TEST(tables_follow_rules)
         ck_assert_uint_eq(ci->size, xa_sizeclass_rule_size(c));
         ck_assert_uint_eq(ci->units, xa_sizeclass_rule_units(ci->size));
         ck_assert_uint_eq(ci->blocks, ci->units * XA_UNIT_SIZE / ci->size);
-        ck_assert_uint_eq(ci->batch, xa_sizeclass_rule_batch(ci->size));
         ck_assert_uint_eq(ci->div_magic, UINT64_MAX / ci->size + 1);
         ck_assert_uint_eq(ci->size % 16, 0);
         ck_assert_uint_le(ci->units, XA_SLAB_MAX_UNITS);
