@@ -8,7 +8,7 @@ PROF_SONAME := libxalloc-prof.so.1
 PROF_LIB := $(BUILD)/$(PROF_SONAME)
 PROF_SRCS := $(LIB_SRCS) $(wildcard src/prof*.c)
 PROF_OBJS := $(patsubst src/%.c,$(BUILD)/obj-prof/%.o,$(PROF_SRCS))
-PROF_LDLIBS := -lunwind -lm -lpthread
+PROF_LDLIBS := -lunwind -lpthread
 
 $(BUILD)/obj-prof/%.o: src/%.c $(wildcard src/*.h src/*.def include/*.h) | $(BUILD)/obj-prof
 	@$(if $(Q),echo "  CC PROF $<")
@@ -42,7 +42,9 @@ uninstall-prof:
 #   (google-pprof and jeprof on a two-site profile, estimates within 15%),
 #   deadlock (prof_sample:1 with dlopen/dlclose and fork), dump on request
 #   (also of a process of another user), leak report, every allocating
-#   entry point, prof_active at run time. About 30 s.
+#   entry point, prof_active at run time, the resident footprint of a
+#   small profiled program; and the Check suite of the sampler's
+#   arithmetic (check_prof_math). About 30 s.
 # check-prof-compat: with prof:false the profiling library passes the API
 #   conformance suite, the danger-list probes and the real programs; with
 #   prof:true (a small sample distance) the API suite and the probes. It
@@ -52,7 +54,8 @@ uninstall-prof:
 PROF_T := $(BUILD)/tests/prof
 PROF_T_CFLAGS = -std=gnu11 -O2 -g $(WARN) -fno-omit-frame-pointer -pthread -rdynamic
 PROF_T_BINS := $(PROF_T)/two_sites $(PROF_T)/deadlock $(PROF_T)/holder $(PROF_T)/leaky \
-        $(PROF_T)/active $(PROF_T)/grow $(PROF_T)/dump_request $(PROF_T)/dl_obj.so
+        $(PROF_T)/active $(PROF_T)/grow $(PROF_T)/dump_request $(PROF_T)/dl_obj.so \
+        $(PROF_T)/footprint
 PROF_ALIAS := $(BUILD)/prof-alias/libxalloc.so.1
 
 $(PROF_T)/%: tests/prof/%.c
@@ -69,13 +72,19 @@ $(PROF_T)/dump_request: tests/prof/dump_request.c tools/xalloc-stat/statfile.c s
 	$(CC) $(STATS_TEST_CFLAGS) -o $@ tests/prof/dump_request.c tools/xalloc-stat/statfile.c \
 	  src/stats_report.c
 
+# The sampler's libm-free arithmetic against libm (a Check suite).
+$(PROF_T)/check_prof_math: tests/prof/check_prof_math.c src/prof_math.h tests/unit/unit_main.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -Isrc -Itests $(CHECK_CFLAGS) $< -o $@ $(CHECK_LIBS) -lm
+
 $(PROF_ALIAS): $(PROF_LIB)
 	@mkdir -p $(dir $@)
 	cp -f $< $@
 
 .PHONY: check-prof check-prof-compat
 ## check-prof: profiler tests: pprof/jeprof readers, deadlock, dump on request, leak report
-check-prof: $(PROF_LIB) $(PROF_T_BINS) $(STAT_TOOL)
+check-prof: $(PROF_LIB) $(PROF_T_BINS) $(PROF_T)/check_prof_math $(STAT_TOOL)
+	$(XT_CK_ENV) $(PROF_T)/check_prof_math
 	bash tests/prof/run.sh $(PROF_LIB) $(PROF_T) $(STAT_TOOL)
 
 ## check-prof-compat: libxalloc-prof.so.1 with prof:false passes the API, danger and program tests

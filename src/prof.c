@@ -16,7 +16,6 @@
 #include "prof.h"
 
 #include <errno.h>
-#include <math.h>
 
 #include "config.h"
 #include "init.h"
@@ -24,6 +23,7 @@
 #include "meta.h"
 #include "os.h"
 #include "prof_dump.h"
+#include "prof_math.h"
 #include "prof_unwind.h"
 #include "stats.h"
 #include "util.h"
@@ -32,11 +32,14 @@ __thread int64_t xa_prof_left __attribute__((tls_model("initial-exec")));
 uint8_t xa_prof_filter[(size_t)1 << XA_PROF_FILTER_BITS];
 bool xa_prof_on;
 
-/* Both tables start small (a small program's profile costs it a few
- * pages) and double when they hold twice as many entries as buckets; the
- * old bucket arrays stay in metadata (at most as much again). */
-#define STACK_BITS_MIN 10
-#define SAMPLE_BITS_MIN 12
+/* Both tables start at 512 bytes of buckets (carved from a metadata
+ * page that is resident anyway: a profiler that has taken no sample costs
+ * no page of its own) and double when they hold twice as many entries as
+ * buckets; the old bucket arrays stay in metadata (at most as much
+ * again). Buckets are hit at random, so a table that started large would
+ * make all its pages resident after a few dozen samples. */
+#define STACK_BITS_MIN 6
+#define SAMPLE_BITS_MIN 6
 #define TABLE_BITS_MAX 24
 /* Before the module is booted a thread re-checks after this many bytes. */
 #define PRE_BOOT_DISTANCE ((int64_t)1 << 20)
@@ -91,7 +94,7 @@ static uint64_t rng_next(void)
 static int64_t next_distance(void)
 {
     double u = (double)((rng_next() >> 11) + 1) * 0x1.0p-53; /* (0, 1] */
-    double d = -log(u) * (double)rate;
+    double d = -xa_prof_ln(u) * (double)rate;
     if (d < 1.0)
         return 1;
     if (d > 9.0e18)
@@ -110,7 +113,7 @@ static void thread_setup(void)
 /* Bytes a sample of size bytes stands for: size / P(sampled). */
 static uint64_t estimate(uint64_t size)
 {
-    double p = 1.0 - exp(-(double)size / (double)rate);
+    double p = xa_prof_one_minus_exp_neg((double)size / (double)rate);
     if (p <= 0.0)
         return (uint64_t)rate;
     double e = (double)size / p;

@@ -40,9 +40,10 @@ static bool failure_reported;
 
 /* ---- buffered writer ---- */
 
-/* The heap file's buffer (dump_lock held); the collapsed file's is on the
- * writer's stack. */
-static char heap_buf[65536];
+/* The heap file's buffer (dump_lock held): .bss, so resident only once a
+ * dump has been written, and no bigger than the collapsed file's (on the
+ * writer's stack). */
+static char heap_buf[16384];
 
 struct writer {
     int fd;
@@ -234,14 +235,21 @@ static int fill_heap(struct writer *w)
 
 /* ---- symbol names, cached across dumps ---- */
 
-#define SYM_SLOTS ((size_t)1 << 16)
+/* Open addressing, at most half full. The table starts at 16 KiB and
+ * doubles (names are looked up at random slots, so a table made at its
+ * final size would be resident in full after a few hundred names); old
+ * arrays stay in metadata. */
+#define SYM_SLOTS_MIN ((size_t)1 << 10)
+#define SYM_SLOTS_MAX ((size_t)1 << 16)
 #define SYM_NAME_MAX 200
+#define SYM_POOL_CHUNK 16384
 
 struct sym_slot {
     uintptr_t pc;
     const char *name;
 };
 static struct sym_slot *sym_table;
+static size_t sym_slots; /* power of two, 0 before the first dump */
 static size_t sym_used;
 static char *pool, *pool_end;
 
@@ -249,10 +257,10 @@ static const char *intern_name(const char *s)
 {
     size_t n = xa_strlen(s) + 1;
     if (!pool || (size_t)(pool_end - pool) < n) {
-        pool = xa_meta_alloc(65536, 16);
+        pool = xa_meta_alloc(SYM_POOL_CHUNK, 16);
         if (!pool)
             return NULL;
-        pool_end = pool + 65536;
+        pool_end = pool + SYM_POOL_CHUNK;
     }
     char *r = pool;
     memcpy(r, s, n);
@@ -260,24 +268,46 @@ static const char *intern_name(const char *s)
     return r;
 }
 
-/* Name of pc; buf is scratch of SYM_NAME_MAX bytes. */
-/* Slot of pc, or of the empty slot where it goes. Pre: sym_lock held. */
-static size_t sym_slot_of(uintptr_t pc)
+/* Slot of pc in table t of n slots, or of the empty slot where it goes. */
+static size_t sym_slot_in(const struct sym_slot *t, size_t n, uintptr_t pc)
 {
-    size_t i = (size_t)(pc * 0x9e3779b97f4a7c15ULL >> 48) & (SYM_SLOTS - 1);
-    while (sym_table[i].pc && sym_table[i].pc != pc)
-        i = (i + 1) & (SYM_SLOTS - 1);
+    size_t i = (size_t)(pc * 0x9e3779b97f4a7c15ULL >> 40) & (n - 1);
+    while (t[i].pc && t[i].pc != pc)
+        i = (i + 1) & (n - 1);
     return i;
 }
 
+/* Makes room for one more name: the first table, or one twice as big
+ * when this one is half full. The new table is filled before it is
+ * published and its size set after, so that a fork child (sym_lock reset)
+ * sees a complete table, at worst with the old size: probes then stay in
+ * its first half, which is less than half full. Returns false when there
+ * is no room. Pre: sym_lock held. */
+static bool sym_reserve(void)
+{
+    if (sym_table && sym_used < sym_slots / 2)
+        return true;
+    size_t n = sym_table ? 2 * sym_slots : SYM_SLOTS_MIN;
+    if (n > SYM_SLOTS_MAX)
+        return false;
+    struct sym_slot *t = xa_meta_alloc(n * sizeof *t, 64);
+    if (!t)
+        return false;
+    for (size_t i = 0; i < sym_slots; i++)
+        if (sym_table[i].pc)
+            t[sym_slot_in(t, n, sym_table[i].pc)] = sym_table[i];
+    __atomic_store_n(&sym_table, t, __ATOMIC_RELEASE);
+    sym_slots = n;
+    return true;
+}
+
+/* Name of pc; buf is scratch of SYM_NAME_MAX bytes. */
 static const char *symbol(uintptr_t pc, char *buf)
 {
     const char *name = NULL;
     xa_lock_acquire(&sym_lock);
-    if (!sym_table)
-        sym_table = xa_meta_alloc(SYM_SLOTS * sizeof *sym_table, 4096);
     if (sym_table)
-        name = sym_table[sym_slot_of(pc)].name;
+        name = sym_table[sym_slot_in(sym_table, sym_slots, pc)].name;
     xa_lock_release(&sym_lock);
     if (name)
         return name;
@@ -288,8 +318,8 @@ static const char *symbol(uintptr_t pc, char *buf)
         if (*c == ';' || *c == ' ')
             *c = '_';
     xa_lock_acquire(&sym_lock);
-    if (sym_table && sym_used < SYM_SLOTS / 2) {
-        size_t i = sym_slot_of(pc);
+    if (sym_reserve()) {
+        size_t i = sym_slot_in(sym_table, sym_slots, pc);
         if (!sym_table[i].pc && (name = intern_name(buf))) {
             sym_table[i].name = name;
             __atomic_store_n(&sym_table[i].pc, pc, __ATOMIC_RELEASE);

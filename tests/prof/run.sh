@@ -21,6 +21,10 @@
 #           once (growth counts against the sample distance).
 # active    prof_active switched on at run time.
 # failure   an unwritable prof_dir is reported once and the program runs on.
+# footprint what prof:true keeps resident in a small program beyond
+#           prof:false: libm is not mapped, and the anonymous memory added
+#           is libunwind's (a 256 KiB trace cache per sampling thread, its
+#           .bss and pools) plus little of the profiler's own.
 set -u
 LIB=$(readlink -f "$1")
 BIN=$(readlink -f "$2")
@@ -326,6 +330,47 @@ failure() {
     fi
 }
 
+# ---- resident footprint ----
+# result FILE KEY: the value of KEY=... on the RESULT line of FILE
+result() { sed -n "s/^RESULT .*\b$2=\([0-9]*\).*/\1/p" "$1"; }
+footprint() {
+    local d=$W/footprint c i
+    mkdir -p "$d"
+    # Three runs of each, interleaved; the smallest of each counts (page
+    # cache and fault-around can only add file pages).
+    for i in 1 2 3; do
+        for c in false true; do
+            if ! run_prof "prof:$c,prof_dir:$d" "$BIN/footprint" >"$d/$c.$i" 2>"$d/err"; then
+                not_ok "footprint: footprint ran with prof:$c" "$d/err"
+                return
+            fi
+        done
+    done
+    local rss_f rss_t anon_f anon_t libm
+    rss_f=$(for i in 1 2 3; do result "$d/false.$i" rss_kb; done | sort -n | head -n 1)
+    rss_t=$(for i in 1 2 3; do result "$d/true.$i" rss_kb; done | sort -n | head -n 1)
+    anon_f=$(for i in 1 2 3; do result "$d/false.$i" anon_kb; done | sort -n | head -n 1)
+    anon_t=$(for i in 1 2 3; do result "$d/true.$i" anon_kb; done | sort -n | head -n 1)
+    libm=$(cat "$d"/*.[123] | result /dev/stdin libm | sort -u | tr '\n' ' ')
+    if [ "$libm" = "0 " ]; then
+        ok "footprint: the profiling library does not map libm"
+    else
+        not_ok "footprint: libm mapped by a program that does not link it (libm=$libm)"
+    fi
+    # Anonymous: libunwind's 256 KiB trace cache, its 28 KiB .bss and 12
+    # KiB of pools, then the profiler's own (about 40 KiB here: 64 stacks
+    # of up to 64 frames, the tables, a filter page). Whole process, with
+    # the file pages of libunwind and of the .eh_frame it reads: about
+    # 450 KiB here (650 KiB when the profiler linked libm).
+    local anon=$((anon_t - anon_f)) rss=$((rss_t - rss_f))
+    if [ -n "$anon_f" ] && [ -n "$anon_t" ] && [ "$anon" -le 416 ] && [ "$rss" -le 768 ]; then
+        ok "footprint: prof:true adds $anon KiB anonymous (<= 416), $rss KiB resident in all (<= 768)"
+    else
+        not_ok "footprint: prof:true adds ${anon} KiB anonymous (<= 416), ${rss} KiB in all (<= 768)" \
+            "$d/false.1" "$d/true.1"
+    fi
+}
+
 echo "# profiling library: $LIB"
 readers
 deadlock
@@ -334,6 +379,7 @@ leak
 grow
 active
 failure
+footprint
 echo "1..$n"
 if [ "$failures" -ne 0 ]; then
     echo "# $failures of $n failed"

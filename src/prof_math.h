@@ -1,0 +1,82 @@
+/* prof_math.h: the two functions of the sampler's arithmetic, without
+ * libm (profiling build only). Linking libm for log() and exp() costs a
+ * profiled process about 180 KiB of resident libm pages (its ifunc'd text
+ * and tables, mapped in 64 KiB fault-around windows) and a mapped libm
+ * even with prof:false; the sampler needs neither their speed nor their
+ * last bit. Layer: bottom of prof; pure functions, no state. */
+#ifndef XA_PROF_MATH_H
+#define XA_PROF_MATH_H
+
+#include <stdint.h>
+#include <string.h>
+
+#define XA_PROF_LN2 0.693147180559945309417
+
+/* Natural logarithm of x. Pre: x is a positive normal double (not 0,
+ * subnormal, infinite or NaN). Relative error below 1e-13. */
+static inline double xa_prof_ln(double x)
+{
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    int e = (int)((b >> 52) & 0x7ff) - 1023;
+    b = (b & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1023) << 52);
+    double m;
+    memcpy(&m, &b, sizeof m); /* x = m * 2^e, m in [1, 2) */
+    if (m > 1.41421356237309504880) {
+        m *= 0.5;
+        e++;
+    }
+    /* ln m = 2 atanh(s), |s| <= 0.172: eight terms of the odd series. */
+    double s = (m - 1.0) / (m + 1.0), z = s * s;
+    double t = 1.0 / 15;
+    t = 1.0 / 13 + z * t;
+    t = 1.0 / 11 + z * t;
+    t = 1.0 / 9 + z * t;
+    t = 1.0 / 7 + z * t;
+    t = 1.0 / 5 + z * t;
+    t = 1.0 / 3 + z * t;
+    t = 1.0 + z * t;
+    return (double)e * XA_PROF_LN2 + 2.0 * s * t;
+}
+
+/* 1 / k! for k = 0..15. */
+static const double xa_prof_inv_fact[16] = {
+    1.0,           1.0,           1.0 / 2,          1.0 / 6,           1.0 / 24,
+    1.0 / 120,     1.0 / 720,     1.0 / 5040,       1.0 / 40320,       1.0 / 362880,
+    1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600, 1.0 / 6227020800.0, 1.0 / 87178291200.0,
+    1.0 / 1307674368000.0};
+
+/* c[0] - c[1] x + c[2] x^2 - ... +- c[n] x^n, by Horner's rule. Constant
+ * coefficients: a division per term would cost more than libm's exp. */
+static inline double xa_prof_alternating(const double *c, int n, double x)
+{
+    double t = c[n];
+    for (int k = n - 1; k >= 0; k--)
+        t = c[k] - x * t;
+    return t;
+}
+
+/* 1 - e^-x for x >= 0, without the cancellation of 1.0 - exp(-x) for
+ * small x (the probability that a block of x sample distances is
+ * sampled). Relative error below 1e-13; 1.0 from x = 40 on. */
+static inline double xa_prof_one_minus_exp_neg(double x)
+{
+    if (!(x > 0.0))
+        return 0.0;
+    if (x >= 40.0)
+        return 1.0; /* e^-40 < 2^-57 */
+    /* x - x^2/2! + ... + x^13/13!: the next term is below 0.5^13 / 14!
+     * of x. */
+    if (x < 0.5)
+        return x * xa_prof_alternating(xa_prof_inv_fact + 1, 12, x);
+    /* e^-x = 2^-k e^-r with |r| <= ln2/2: e^-r to the r^15/15! term. */
+    int k = (int)(x * (1.0 / XA_PROF_LN2) + 0.5);
+    double r = x - (double)k * XA_PROF_LN2;
+    double t = xa_prof_alternating(xa_prof_inv_fact, 15, r);
+    uint64_t b = (uint64_t)(1023 - k) << 52;
+    double scale;
+    memcpy(&scale, &b, sizeof scale);
+    return 1.0 - t * scale;
+}
+
+#endif /* XA_PROF_MATH_H */

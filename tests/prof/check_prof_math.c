@@ -1,0 +1,84 @@
+/* check_prof_math.c: the sampler's libm-free logarithm and 1 - e^-x
+ * (src/prof_math.h) against libm, over the ranges the sampler feeds
+ * them: u in (0, 1] for the exponential distances, size / prof_sample
+ * from 1e-12 (one byte in 1 TiB) to far past 40 for the estimates. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "prof_math.h"
+#include "unit/unit_main.h"
+
+static double rel_err(double got, double want)
+{
+    return fabs(got - want) / fabs(want);
+}
+
+/* Every u the sampler draws is (k + 1) 2^-53: the extremes, powers of
+ * two, both sides of sqrt(2) (where the mantissa is folded) and a sweep. */
+START_TEST(test_ln_matches_libm)
+{
+    double worst = 0.0;
+    const double fixed[] = {0x1.0p-53, 0x1.0p-52, 0x1.0p-1, 1.0, 0.999999999, 0.25,
+                            1.41421356237309504880, 1.4142135623730951, 1.4142135623730949,
+                            0.70710678118654752440, 3.0, 1e300, 1e-300};
+    for (unsigned i = 0; i < sizeof fixed / sizeof *fixed; i++) {
+        double x = fixed[i], want = log(x), got = xa_prof_ln(x);
+        if (want == 0.0)
+            ck_assert(got == 0.0);
+        else
+            worst = fmax(worst, rel_err(got, want));
+    }
+    uint64_t r = 0x9e3779b97f4a7c15ULL;
+    for (int i = 0; i < 1000000; i++) {
+        r ^= r >> 12, r ^= r << 25, r ^= r >> 27;
+        double u = (double)(((r * 0x2545f4914f6cdd1dULL) >> 11) + 1) * 0x1.0p-53;
+        if (u == 1.0)
+            continue;
+        worst = fmax(worst, rel_err(xa_prof_ln(u), log(u)));
+    }
+    ck_assert_msg(worst < 1e-13, "worst relative error %g", worst);
+}
+END_TEST
+
+START_TEST(test_one_minus_exp_neg_matches_libm)
+{
+    double worst = 0.0;
+    for (double x = 1e-12; x < 60.0; x *= 1.0007) {
+        double want = -expm1(-x);
+        worst = fmax(worst, rel_err(xa_prof_one_minus_exp_neg(x), want));
+    }
+    ck_assert_msg(worst < 1e-13, "worst relative error %g", worst);
+    /* The joins between the series and the range reduction. */
+    ck_assert(rel_err(xa_prof_one_minus_exp_neg(0.5), -expm1(-0.5)) < 1e-13);
+    ck_assert(rel_err(xa_prof_one_minus_exp_neg(nextafter(0.5, 0)), -expm1(-0.5)) < 1e-13);
+    ck_assert(xa_prof_one_minus_exp_neg(40.0) == 1.0);
+}
+END_TEST
+
+/* A block of 0 bytes is never sampled (the estimate then falls back to
+ * the rate), and huge ratios do not overflow the scale factor. */
+START_TEST(test_one_minus_exp_neg_edges)
+{
+    ck_assert(xa_prof_one_minus_exp_neg(0.0) == 0.0);
+    ck_assert(xa_prof_one_minus_exp_neg(-1.0) == 0.0);
+    ck_assert(xa_prof_one_minus_exp_neg(NAN) == 0.0);
+    ck_assert(xa_prof_one_minus_exp_neg(1e300) == 1.0);
+    ck_assert(xa_prof_one_minus_exp_neg(INFINITY) == 1.0);
+    double tiny = 0x1.0p-60;
+    ck_assert(xa_prof_one_minus_exp_neg(tiny) == tiny);
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+    Suite *s = suite_create("prof_math");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_ln_matches_libm);
+    tcase_add_test(tc, test_one_minus_exp_neg_matches_libm);
+    tcase_add_test(tc, test_one_minus_exp_neg_edges);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+XA_UNIT_MAIN(make_suite)
