@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # deps.sh: makes sure what `make bench` needs is installed: the other
 # allocators (to compare against), gnuplot (charts), valgrind (instruction
-# counts), strace (system-call counts), redis (the real-program workload)
-# and python3 (the runner). As root it installs what is missing with
-# apt-get; otherwise it prints the exact command and fails.
+# counts), strace (system-call counts), redis, python3 and sqlite3 (the
+# real-program workloads; python3 also runs the runner). As root it
+# installs what is missing with apt-get; otherwise it prints the exact
+# command and fails.
 set -euo pipefail
 
 missing=()
@@ -24,6 +25,7 @@ need_cmd strace strace
 need_cmd redis-server redis-server
 need_cmd redis-tools redis-benchmark
 need_cmd python3 python3
+need_cmd sqlite3 sqlite3
 
 if ((${#missing[@]} == 0)); then
     exit 0

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """run.py: the benchmark runner of tools/bench (Python 3.11, stdlib only).
 
-Runs every workload (the C programs built into build/bench/, plus redis-server
-driven by redis-benchmark) under glibc (no preload), xalloc and each installed
-one of jemalloc, mimalloc and tcmalloc, with LD_PRELOAD. Allocators are
+Runs every workload (the C programs built into build/bench/, plus the real
+programs: redis-server driven by redis-benchmark, python3 running
+scripts/pywork.py and the sqlite3 shell running scripts/sqlwork.sql, whose
+output must be the same under every allocator) under glibc (no preload),
+xalloc and each installed one of jemalloc, mimalloc and tcmalloc, with
+LD_PRELOAD. Allocators are
 interleaved inside each repetition (A,B,C,D,E, then again) so machine noise
 hits all of them alike; medians of the repetitions are reported. For each run
 it records wall time and peak RSS from the kernel's accounting of the finished
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
+import difflib
 import json
 import math
 import os
@@ -42,12 +46,14 @@ from typing import Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+SCRIPTS = os.path.join(HERE, "scripts")   # inputs of the real-program workloads
+SQL_BATCH = 10000                         # sqlite3 rows per transaction
 
 # Environment variables that tune an allocator: stripped from the base
 # environment so a stray setting in the caller's shell cannot skew a column.
 TUNING_VARS = ("LD_PRELOAD", "XALLOC_CONF", "XALLOC_CONF_FILE", "MALLOC_CONF",
                "GLIBC_TUNABLES", "MALLOC_ARENA_MAX", "MALLOC_TOP_PAD_",
-               "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_")
+               "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "PYTHONMALLOC")
 TUNING_PREFIXES = ("MIMALLOC_", "TCMALLOC_", "JE_MALLOC_CONF", "_RJEM_")
 
 # name, shared object to look for, Debian package that ships it
@@ -186,7 +192,7 @@ THP_NOTE = ("THP rows: xalloc gets XALLOC_CONF=thp:MODE, jemalloc MALLOC_CONF=th
 class Case:
     id: str                  # row label
     group: str
-    prog: str                # program in build/bench, or "redis"
+    prog: str                # program in build/bench, or one of REAL_PROGRAMS
     args: list[str]
     metric: str = "secs"     # RESULT key shown in the main table (lower is better)
     unit: str = "s"
@@ -205,21 +211,30 @@ def human_size(n: int) -> str:
 
 
 PROFILES = {
-    # scale multiplies iteration counts; rss/pause/redis are the big fixed costs
+    # scale multiplies iteration counts; rss/pause/redis are the big fixed costs;
+    # py_n (python3 records) and sql_rows (sqlite3 rows) size the real programs
     # smoke: every workload once with tiny counts, for `make check-bench`
     "smoke": dict(reps=1, scale=0.02, ovsdb_rows=(200, 2000), rss_total="32M",
-                  pause_ms=50, redis_n=2000, cg_pairs=(2000, 6000),
-                  strace_cycles=100, timeout=60, budget_s=120),
+                  pause_ms=50, redis_n=2000, py_n=500, sql_rows=5000,
+                  cg_pairs=(2000, 6000), strace_cycles=100, timeout=60, budget_s=120),
     "quick": dict(reps=3, scale=0.1, ovsdb_rows=(1000, 20000), rss_total="128M",
-                  pause_ms=300, redis_n=10000, cg_pairs=(20000, 60000),
-                  strace_cycles=500, timeout=120, budget_s=180),
+                  pause_ms=300, redis_n=10000, py_n=4000, sql_rows=40000,
+                  cg_pairs=(20000, 60000), strace_cycles=500, timeout=120, budget_s=180),
     "default": dict(reps=5, scale=2.5, ovsdb_rows=(1000, 200000), rss_total="1G",
-                    pause_ms=2000, redis_n=100000, cg_pairs=(100000, 300000),
-                    strace_cycles=2000, timeout=300, budget_s=900),
+                    pause_ms=2000, redis_n=100000, py_n=12000, sql_rows=200000,
+                    cg_pairs=(100000, 300000), strace_cycles=2000, timeout=300,
+                    budget_s=900),
     "full": dict(reps=7, scale=4.0, ovsdb_rows=(1000, 200000), rss_total="1G",
-                 pause_ms=12000, redis_n=300000, cg_pairs=(100000, 500000),
-                 strace_cycles=5000, timeout=600, budget_s=3600),
+                 pause_ms=12000, redis_n=300000, py_n=40000, sql_rows=500000,
+                 cg_pairs=(100000, 500000), strace_cycles=5000, timeout=600,
+                 budget_s=3600),
 }
+
+
+# workloads that are installed programs, not built in build/bench: the
+# Debian packages that provide them (a case whose program is missing is skipped)
+REAL_PROGRAMS = {"redis": "redis-server redis-tools", "python3": "python3",
+                 "sqlite3": "sqlite3"}
 
 
 def n(x: float) -> str:
@@ -319,14 +334,30 @@ def build_cases(p: dict) -> list[Case]:
     cases.append(Case("realloc-grow", "realloc", "realloc_grow",
                       ["builders=8", "target=256k", "append=128", f"rounds={n(100 * s)}"],
                       details=["ns_per_op"]))
-    cases.append(Case(f"redis {p['redis_n']} req x4", "redis", "redis",
-                      [f"n={p['redis_n']}"],
-                      details=["rps", "rps_set", "rps_get", "rps_lpush", "rps_lpop",
-                               "rss_hwm_kb", "rss_kb"],
-                      note="redis: Debian's redis-server links libjemalloc.so.2 itself, so "
-                           "its `glibc` column is really jemalloc 5.3 (linked); the other "
-                           "columns preload their allocator over it (malloc, free, calloc, "
-                           "realloc and malloc_usable_size are interposed)."))
+    # real programs: time and peak RSS of the whole process; the output must
+    # be the same under every allocator
+    cases.append(Case(f"python3 {p['py_n']} records", "python3", "python3",
+                      ["pywork.py", str(p["py_n"])], details=["utime_s", "stime_s"],
+                      note="python3: tools/bench/scripts/pywork.py with the interpreter's "
+                           "default allocator (pymalloc: objects over 512 B and its arenas "
+                           "come from malloc), PYTHONHASHSEED=0; output compared across "
+                           "allocators."))
+    cases.append(Case(f"sqlite3 {p['sql_rows']} rows", "sqlite3", "sqlite3",
+                      ["sqlwork.sql", f"rows={p['sql_rows']}", f"batch={SQL_BATCH}"],
+                      details=["utime_s", "stime_s"],
+                      note="sqlite3: the sqlite3 shell on an in-memory database running "
+                           "tools/bench/scripts/sqlwork.sql (inserts in transactions of "
+                           f"{SQL_BATCH:,} rows, two indexes, aggregate queries, update and "
+                           "delete); output compared across allocators."))
+    for d in (16, 1024):
+        cases.append(Case(f"redis {human_size(d)} P16 {p['redis_n']} req x4", "redis", "redis",
+                          [f"n={p['redis_n']}", f"d={d}", "P=16"],
+                          details=["rps", "rps_set", "rps_get", "rps_lpush", "rps_lpop",
+                                   "rss_hwm_kb", "rss_kb"],
+                          note="redis: Debian's redis-server links libjemalloc.so.2 itself, "
+                               "so its `glibc` column is really jemalloc 5.3 (linked); the "
+                               "other columns preload their allocator over it (malloc, free, "
+                               "calloc, realloc and malloc_usable_size are interposed)."))
     return cases
 
 
@@ -473,6 +504,57 @@ def numeric(kv: dict[str, str]) -> dict[str, float]:
     return out
 
 
+def xalloc_diagnostic(a: Allocator, stderr: str) -> str:
+    """An `xalloc:` line on an xalloc run's stderr (say, a rejected
+    XALLOC_CONF) fails the run: it would have measured the defaults."""
+    if a.name != "xalloc":
+        return ""
+    diag = [ln for ln in stderr.splitlines() if ln.startswith("xalloc:")]
+    return f"xalloc reported: {diag[0][:160]}" if diag else ""
+
+
+def find_python() -> str | None:
+    """The interpreter of the python3 workload: Debian's /usr/bin/python3 (what
+    users run), else the one running this script."""
+    for path in ("/usr/bin/python3", sys.executable):
+        if path and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def sqlite_script(template: str, rows: int, batch: int, maps: str) -> str:
+    """scripts/sqlwork.sql with its batch block repeated once per transaction
+    of `batch` rows (ids @lo..@hi), and @MAPS@ naming the maps side file."""
+    with open(template) as f:
+        text = f.read()
+    head, rest = text.split("-- xbench:batch begin\n", 1)
+    body, tail = rest.split("-- xbench:batch end\n", 1)
+    out = [head.replace("@MAPS@", maps)]
+    for lo in range(1, rows + 1, batch):
+        out.append(f".parameter set @lo {lo}\n.parameter set @hi {min(rows, lo + batch - 1)}\n"
+                   + body)
+    return "".join(out) + tail
+
+
+def program_versions(python: str | None) -> str:
+    """One line naming the real programs' versions, for the notes."""
+    def first(argv: list[str]) -> str:
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+            return (r.stdout or r.stderr).split("\n")[0].strip()
+        except (OSError, subprocess.SubprocessError):
+            return "?"
+    parts = []
+    if python:
+        parts.append(f"{python} ({first([python, '--version'])}, pymalloc)")
+    if shutil.which("sqlite3"):
+        parts.append("sqlite3 " + first(["sqlite3", "--version"]).split(" ")[0])
+    if shutil.which("redis-server"):
+        m = re.search(r"v=(\S+)", first(["redis-server", "--version"]))
+        parts.append("redis-server " + (m.group(1) if m else "?"))
+    return "Real programs: " + ", ".join(parts) + "." if parts else ""
+
+
 @dataclass
 class Run:
     case: str
@@ -497,6 +579,8 @@ class Runner:
         self.rss_cap_kb = args.rss_cap_mb * 1024
         self.helper = os.path.join(args.bin, "runchild")
         self.user_env = parse_user_env(args.env)
+        self.python, self.sqlite = find_python(), shutil.which("sqlite3")
+        self.outputs: dict[str, tuple[str, str]] = {}  # case -> (allocator, stdout) to match
 
     def log_failure(self, label: str, text: str) -> str:
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", label) + ".log"
@@ -504,12 +588,20 @@ class Runner:
             f.write(text)
         return os.path.join(self.logdir, name)
 
-    def run_prog(self, case: Case, a: Allocator, rep: int) -> Run:
-        extra = case_env(self.user_env, case.env(a.name) or {}, a.name)
-        env = alloc_env(a, extra, "XBENCH_PRELOAD")
-        argv = [os.path.join(self.args.bin, case.prog)] + case.args
-        out, err = os.path.join(self.tmp, "out"), os.path.join(self.tmp, "err")
-        report = os.path.join(self.tmp, "report")
+    def log_run_failure(self, case: Case, a: Allocator, rep: int, cmdline: str, error: str,
+                        stdout: str, stderr: str, extra_text: str = "") -> str:
+        """Writes the log of a failed run; returns the error with the log's path."""
+        path = self.log_failure(f"{case.id}-{a.name}-{rep}",
+                                f"{cmdline}\nerror: {error}\n{extra_text}--- stdout\n{stdout}"
+                                f"\n--- stderr\n{stderr}")
+        return error + f" (log: {os.path.relpath(path, REPO)})"
+
+    def run_child(self, argv: list[str], env: dict[str, str],
+                  wdir: str) -> tuple[str, dict[str, float], str, str]:
+        """Runs argv through runchild under the watchdog, output in wdir.
+        Returns (why it failed or "", runchild's report, stdout, stderr)."""
+        out, err = os.path.join(wdir, "out"), os.path.join(wdir, "err")
+        report = os.path.join(wdir, "report")
         if os.path.exists(report):
             os.unlink(report)
         pid = spawn([self.helper, report] + argv, env, out, err)
@@ -517,12 +609,10 @@ class Runner:
         _, status, _ = os.wait4(pid, 0)
         wd.stop()
         ru = read_report(report)
-        wall = ru.get("wall_s", 0.0)
         with open(out, errors="replace") as f:
             stdout = f.read()
         with open(err, errors="replace") as f:
             stderr = f.read()
-        kv = parse_result(stdout)
         error = ""
         if wd.reason:
             error = "killed: " + wd.reason
@@ -532,27 +622,96 @@ class Runner:
             error = f"signal {ru['signal']:.0f}"
         elif ru.get("exit") != 0:
             error = f"exit {ru.get('exit', -1):.0f}"
+        return error, ru, stdout, stderr
+
+    def run_prog(self, case: Case, a: Allocator, rep: int) -> Run:
+        extra = case_env(self.user_env, case.env(a.name) or {}, a.name)
+        env = alloc_env(a, extra, "XBENCH_PRELOAD")
+        argv = [os.path.join(self.args.bin, case.prog)] + case.args
+        error, ru, stdout, stderr = self.run_child(argv, env, self.tmp)
+        kv = parse_result(stdout)
+        if error:
+            pass
         elif kv is None:
             error = "no RESULT line"
         elif kv.get("alloc") != a.expect:
             error = f"preload not in effect: malloc comes from {kv.get('alloc')}"
-        elif a.name == "xalloc" and (diag := [ln for ln in stderr.splitlines()
-                                              if ln.startswith("xalloc:")]):
-            # e.g. a rejected XALLOC_CONF: the run would measure the defaults
-            error = f"xalloc reported: {diag[0][:160]}"
+        else:
+            error = xalloc_diagnostic(a, stderr)
         if error:
             envs = " ".join(f"{k}={v}" for k, v in extra.items())
-            path = self.log_failure(f"{case.id}-{a.name}-{rep}",
-                                    f"{envs} LD_PRELOAD={a.lib or ''} {' '.join(argv)}\n"
-                                    f"error: {error}\n--- stdout\n{stdout}\n--- stderr\n{stderr}")
-            error += f" (log: {os.path.relpath(path, REPO)})"
-        return Run(case.id, a.name, rep, not error, wall, int(ru.get("maxrss_kb", 0)),
-                   numeric(kv) if kv and not error else {}, error)
+            error = self.log_run_failure(case, a, rep,
+                                         f"{envs} LD_PRELOAD={a.lib or ''} {' '.join(argv)}",
+                                         error, stdout, stderr)
+        return Run(case.id, a.name, rep, not error, ru.get("wall_s", 0.0),
+                   int(ru.get("maxrss_kb", 0)), numeric(kv) if kv and not error else {}, error)
+
+    # -- python3, sqlite3: real programs measured as whole processes
+
+    def run_real(self, case: Case, a: Allocator, rep: int) -> Run:
+        """The time and peak RSS of the whole process are the figures; its
+        output must be the same as in every other run of the case (the first
+        successful one, glibc's when it works, is the reference)."""
+        extra = case_env(self.user_env, case.env(a.name) or {}, a.name)
+        env = alloc_env(a, extra, "XBENCH_PRELOAD")
+        wdir = tempfile.mkdtemp(dir=self.tmp)
+        maps = os.path.join(wdir, "maps")  # the program's r-xp mappings: the preload check
+        env["TMPDIR"] = wdir
+        if case.prog == "python3":
+            for k in [k for k in env if k.startswith("PYTHON") and k not in extra]:
+                del env[k]  # PYTHONPATH, PYTHONSTARTUP, ...: the interpreter as users run it
+            env.update(XBENCH_MAPS=maps, PYTHONHASHSEED="0")
+            argv = [self.python or "python3", os.path.join(SCRIPTS, case.args[0])] + case.args[1:]
+        else:
+            kv = dict(x.split("=", 1) for x in case.args[1:])
+            script = os.path.join(wdir, "work.sql")
+            with open(script, "w") as f:
+                f.write(sqlite_script(os.path.join(SCRIPTS, case.args[0]), int(kv["rows"]),
+                                      int(kv["batch"]), maps))
+            argv = [self.sqlite or "sqlite3", "-bail", ":memory:", f".read {script}"]
+        error, ru, stdout, stderr = self.run_child(argv, env, wdir)
+        diff = ""
+        if not error:
+            error = xalloc_diagnostic(a, stderr) or self.preload_mapped(a, maps)
+        if not error and not stdout.strip():
+            error = "no output"
+        if not error:
+            ref = self.outputs.setdefault(case.id, (a.name, stdout))
+            if stdout != ref[1]:
+                error = f"output differs from the {ref[0]} run's"
+                diff = "--- diff against the reference\n" + "".join(list(difflib.unified_diff(
+                    ref[1].splitlines(True), stdout.splitlines(True), ref[0], a.name))[:60])
+        if error:
+            envs = " ".join(f"{k}={v}" for k, v in extra.items())
+            error = self.log_run_failure(case, a, rep,
+                                         f"{envs} LD_PRELOAD={a.lib or ''} {' '.join(argv)}",
+                                         error, stdout, stderr, diff)
+        metrics = {} if error else {"secs": ru.get("wall_s", 0.0),
+                                    "utime_s": ru.get("utime_s", 0.0),
+                                    "stime_s": ru.get("stime_s", 0.0)}
+        shutil.rmtree(wdir, ignore_errors=True)
+        return Run(case.id, a.name, rep, not error, ru.get("wall_s", 0.0),
+                   int(ru.get("maxrss_kb", 0)), metrics, error)
+
+    @staticmethod
+    def preload_mapped(a: Allocator, maps: str) -> str:
+        """"" if the preloaded library shows in the maps the program wrote."""
+        if not a.lib:
+            return ""
+        try:
+            with open(maps, errors="replace") as f:
+                text = f.read()
+        except OSError:
+            return "the program wrote no /proc/self/maps copy (preload check)"
+        if a.lib in text or os.path.realpath(a.lib) in text:
+            return ""
+        return f"preload not in effect: {a.lib} not mapped"
 
     # -- redis: the real program
 
     def run_redis(self, case: Case, a: Allocator, rep: int) -> Run:
-        nreq = int(case.args[0].split("=", 1)[1])
+        kv = dict(x.split("=", 1) for x in case.args)
+        nreq = int(kv["n"])
         env = alloc_env(a, case_env(self.user_env, case.env(a.name) or {}, a.name),
                         "XBENCH_PRELOAD")
         wdir = tempfile.mkdtemp(dir=self.tmp)
@@ -578,8 +737,8 @@ class Runner:
                 bench_env = base_env()
                 r = subprocess.run(
                     ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-q",
-                     "-n", str(nreq), "-t", "set,get,lpush,lpop", "-P", "16",
-                     "-r", "100000", "-d", "64"],
+                     "-n", str(nreq), "-t", "set,get,lpush,lpop", "-P", kv.get("P", "16"),
+                     "-r", "100000", "-d", kv.get("d", "64")],
                     capture_output=True, text=True, env=bench_env,
                     timeout=self.p["timeout"])
                 rps = {}
@@ -611,10 +770,9 @@ class Runner:
         if error:
             with open(err, errors="replace") as f:
                 stderr = f.read()
-            path = self.log_failure(f"{case.id}-{a.name}-{rep}",
-                                    f"LD_PRELOAD={a.lib or ''} {' '.join(argv)}\n"
-                                    f"error: {error}\n--- stderr\n{stderr}")
-            error += f" (log: {os.path.relpath(path, REPO)})"
+            error = self.log_run_failure(case, a, rep,
+                                         f"LD_PRELOAD={a.lib or ''} {' '.join(argv)}",
+                                         error, "", stderr)
             metrics = {}
         return Run(case.id, a.name, rep, not error, wall, int(ru.get("maxrss_kb", 0)),
                    metrics, error)
@@ -1078,6 +1236,29 @@ class Report:
                        f" | {tot * 1000 / v['cycles']:.1f} |")
         return out
 
+    def redis_table(self) -> list[str]:
+        """redis-benchmark's requests per second per command and value size
+        (higher is better), and the server's peak RSS, side by side."""
+        cs = [c for c in self.cases if c.group == "redis"]
+        if not cs:
+            return []
+        out = ["| value size | figure | " + " | ".join(self.anames) + " |",
+               "|" + "---|" * (2 + len(self.anames))]
+        for c in cs:
+            kv = dict(x.split("=", 1) for x in c.args)
+            size = human_size(int(kv.get("d", "64")))
+            rows = [(cmd.upper() + " req/s", f"rps_{cmd}") for cmd in
+                    ("set", "get", "lpush", "lpop")] + [("all req/s", "rps"),
+                                                        ("peak RSS", "maxrss_kb")]
+            for label, key in rows:
+                cells = []
+                for a in self.anames:
+                    m = self.med.get((c.id, a))
+                    cells.append("FAIL" if (c.id, a) in self.fail else
+                                 fmt_metric(key, m.get(key)) if m else "–")
+                out.append(f"| {size} | {label} | " + " | ".join(cells) + " |")
+        return out
+
     def machine_lines(self) -> list[str]:
         m = self.machine
         lines = [f"- CPU: {m.get('model_name', '?')}, {m.get('cpus')} CPUs"
@@ -1128,6 +1309,15 @@ class Report:
                 "workload's STEADY_BEGIN and STEADY_END markers (1 MiB malloc/free cycles "
                 "after the heap was fragmented).", ""]
         out += self.syscall_table() + [""]
+        rt = self.redis_table()
+        if rt:
+            kv = dict(x.split("=", 1) for x in next(c for c in self.cases
+                                                     if c.group == "redis").args)
+            out += ["## redis: requests per second per command", "",
+                    f"`redis-benchmark -P {kv.get('P', '16')} -n {kv['n']} -r 100000 -t "
+                    "set,get,lpush,lpop -d SIZE` against a fresh redis-server per run "
+                    "(medians; higher is better); peak RSS is the server's (wait4).", ""]
+            out += rt + [""]
         out += ["## Details per workload", "",
                 "Medians. `wall_s` and `maxrss_kb` come from the runner (wait4); the other "
                 "columns are the workload's own RESULT figures.", ""]
@@ -1423,19 +1613,24 @@ def main() -> int:
         notes.append("Extra environment given with --env: " + ", ".join(args.env) + ".")
     allocs = discover_allocators(args.xalloc, [x for x in args.allocators.split(",") if x] or None,
                                  notes)
-    for nt in notes:
-        print(nt, file=sys.stderr)
-    missing = [c.prog for c in cases if c.prog != "redis"
+    missing = [c.prog for c in cases if c.prog not in REAL_PROGRAMS
                and not os.access(os.path.join(args.bin, c.prog), os.X_OK)]
     if missing:
         print(f"error: workload programs missing in {args.bin}: {sorted(set(missing))}; "
               "run `make bench-build`", file=sys.stderr)
         return 2
-    have_redis = shutil.which("redis-server") and shutil.which("redis-benchmark")
-    if not have_redis:
-        notes.append("SKIP redis: redis-server/redis-benchmark not installed "
-                     "(apt-get install -y redis-server redis-tools).")
-        cases = [c for c in cases if c.prog != "redis"]
+    # a real program that is not installed skips its rows, never the bench
+    have = {"redis": shutil.which("redis-server") and shutil.which("redis-benchmark"),
+            "python3": find_python(), "sqlite3": shutil.which("sqlite3")}
+    for prog, pkgs in REAL_PROGRAMS.items():
+        if not have[prog] and any(c.prog == prog for c in cases):
+            what = "redis-server/redis-benchmark" if prog == "redis" else prog
+            notes.append(f"SKIP {prog}: {what} not installed (apt-get install -y {pkgs}).")
+            cases = [c for c in cases if c.prog != prog]
+    if any(c.prog in REAL_PROGRAMS for c in cases):
+        notes.append(program_versions(find_python()))
+    for nt in notes:
+        print(nt, file=sys.stderr)
 
     runner = Runner(args, p, allocs)
     runs: list[Run] = []
@@ -1448,7 +1643,8 @@ def main() -> int:
                 if c.allocs is not None and a.name not in c.allocs:
                     continue
                 k += 1
-                r = (runner.run_redis if c.prog == "redis" else runner.run_prog)(c, a, rep)
+                r = {"redis": runner.run_redis, "python3": runner.run_real,
+                     "sqlite3": runner.run_real}.get(c.prog, runner.run_prog)(c, a, rep)
                 runs.append(r)
                 shown = (f"{r.metrics.get(c.metric, 0) * c.scale_metric:.4g} {c.unit}"
                          if r.ok else "FAIL " + r.error)
