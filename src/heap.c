@@ -233,18 +233,23 @@ static inline uintptr_t trim_mark(const xa_block *b)
     return enc((uintptr_t)b) ^ TRIM_MARK;
 }
 
-/* Purges the pages of the free blocks of this heap's big-class slabs. A
- * mark in the block's third word avoids purging the same block twice; a
- * stale mark left by the program only means a block is not trimmed. */
-/* Purges the pages of one free block past its first (which holds the
- * link) and marks it so the owner's trim does not purge it again. */
+/* Purges the whole pages of one free block that do not hold its first
+ * three words (the link, the free mark, the trim mark) and marks it so the
+ * owner's trim does not purge it again; a stale mark left by the program
+ * only means a block is not trimmed. Blocks of the eight-per-doubling
+ * classes are not page multiples: a page the block shares with its
+ * neighbour (whose link it may hold) is never purged. */
 static size_t trim_block(xa_block *b, uint32_t block_size, unsigned path)
 {
     uintptr_t *words = (uintptr_t *)b;
     if (words[2] == trim_mark(b))
         return 0;
-    size_t len = block_size - XA_OS_PAGE;
-    xa_pages_purge((char *)b + XA_OS_PAGE, len);
+    uintptr_t first = XA_ALIGN_UP((uintptr_t)b + 3 * sizeof(uintptr_t), XA_OS_PAGE);
+    uintptr_t end = ((uintptr_t)b + block_size) & ~(uintptr_t)(XA_OS_PAGE - 1);
+    if (end <= first)
+        return 0;
+    size_t len = end - first;
+    xa_pages_purge((void *)first, len);
     words[2] = trim_mark(b);
     xa_arena *a = xa_chunk_of(b)->arena;
     __atomic_fetch_add(&a->purged_by[path], len, __ATOMIC_RELAXED);
@@ -264,8 +269,9 @@ static uint64_t big_free_bytes(const xa_heap *h)
     return bytes;
 }
 
-/* Purges the free big blocks of this heap, biggest classes first, until
- * at most keep bytes of free blocks are left as they are (0: all). */
+/* Purges the free big blocks of this heap (trim_block), biggest classes
+ * first, until at most keep bytes of free blocks are left as they are
+ * (0: all). */
 static size_t trim_free_blocks(xa_heap *h, unsigned path, uint64_t keep)
 {
     uint64_t free_bytes = keep ? big_free_bytes(h) : UINT64_MAX;

@@ -16,8 +16,10 @@
 
 #define XA_LARGE_CACHE_SLOTS 4
 /* Classes up to 8 KiB keep a per-thread stack of blocks this thread freed
- * but does not own (see xa_heap_free_remote). */
-#define XA_FOREIGN_CLASSES 32
+ * but does not own (see xa_heap_free_remote); check_sizeclass checks that
+ * class XA_FINE_CLASSES_BEGIN + 7 is the 8 KiB one. */
+#define XA_FOREIGN_CLASSES 36
+_Static_assert(XA_FOREIGN_CLASSES == XA_FINE_CLASSES_BEGIN + 8, "class 35 is 8 KiB");
 
 typedef struct xa_heap {
     /* ---- hot ---- */

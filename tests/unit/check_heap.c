@@ -2,14 +2,16 @@
  * slab a big class keeps when one of its slabs empties, and the foreign
  * stacks a thread keeps of blocks it frees for others (bounded, handed
  * back in chains when the thread exits), and the adoption of an exited
- * thread's slab by the thread that frees into it. Each test runs in its own process (Check forks),
- * so the heap starts empty. */
+ * thread's slab by the thread that frees into it, and the trim of free
+ * big blocks. Each test runs in its own process (Check forks), so the
+ * heap starts empty. */
 #include <check.h>
 
 #include "unit/unit_main.h"
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "heap.h"
 #include "invariant.h"
@@ -190,6 +192,41 @@ START_TEST(abandoned_slab_is_adopted_by_a_freeing_thread)
 }
 END_TEST
 
+/* A trim purges the pages a free big block has to itself, and no other:
+ * blocks of the eight-per-doubling classes (18 KiB here) are not page
+ * multiples, and a page shared with a neighbour holds the neighbour's
+ * data or link. */
+START_TEST(trim_spares_pages_shared_with_neighbours)
+{
+    enum { SIZE = 18432, N = 24 };
+    unsigned cls = xa_size_class(SIZE);
+    ck_assert_uint_eq(xa_classes[cls].size, SIZE);
+    ck_assert_uint_ge(SIZE, XA_TRIM_MIN_BLOCK);
+    ck_assert_uint_ne(SIZE % 4096, 0);
+    unsigned char *p[N];
+    for (int i = 0; i < N; i++) {
+        ck_assert_ptr_nonnull(p[i] = xa_test_malloc(SIZE));
+        memset(p[i], 0x40 + i, SIZE);
+    }
+    for (int i = 0; i < N; i += 2) /* every other one: each free block between live ones */
+        xa_test_free(p[i]);
+    ck_assert_uint_gt(xa_heap_collect(xa_tls_heap), 0);
+    for (int i = 1; i < N; i += 2)
+        for (size_t k = 0; k < SIZE; k++)
+            ck_assert_msg(p[i][k] == 0x40 + i, "block %d byte %zu changed by the trim", i, k);
+    assert_clean();
+    /* The trimmed blocks' links survived: they are handed out again. */
+    for (int i = 0; i < N; i += 2) {
+        ck_assert_ptr_nonnull(p[i] = xa_test_malloc(SIZE));
+        memset(p[i], 0x40 + i, SIZE);
+    }
+    assert_clean();
+    for (int i = 0; i < N; i++)
+        xa_test_free(p[i]);
+    assert_clean();
+}
+END_TEST
+
 static Suite *heap_suite(void)
 {
     Suite *s = suite_create("heap");
@@ -198,6 +235,7 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, small_class_keeps_no_spare);
     tcase_add_test(tc, full_foreign_stack_keeps_its_blocks_and_exit_returns_them);
     tcase_add_test(tc, abandoned_slab_is_adopted_by_a_freeing_thread);
+    tcase_add_test(tc, trim_spares_pages_shared_with_neighbours);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -43,11 +43,19 @@ END_TEST
 START_TEST(internal_waste_is_bounded)
 {
     /* Four classes per doubling: a request never wastes more than 20%
-     * of its block above 128 bytes. */
+     * of its block above 128 bytes; eight from 4 KiB to 32 KiB: 11.2%. */
     for (size_t s = 129; s <= XA_SMALL_MAX; s++) {
         size_t b = xa_classes[xa_size_class(s)].size;
         ck_assert_uint_le((b - s) * 100, b * 20);
+        if (s > 4096 && s <= 32768)
+            ck_assert_uint_le((b - s) * 1000, b * 112);
     }
+    /* Classes of the eight-per-doubling range, and the foreign stacks'
+     * limit (heap.h) at 8 KiB. */
+    ck_assert_uint_eq(xa_classes[XA_FINE_CLASSES_BEGIN - 1].size, 4096);
+    ck_assert_uint_eq(xa_classes[XA_FINE_CLASSES_END - 1].size, 32768);
+    ck_assert_uint_eq(xa_classes[XA_FINE_CLASSES_BEGIN + 7].size, 8192);
+    ck_assert_uint_eq(xa_size_class(4368), XA_FINE_CLASSES_BEGIN); /* 4608 */
 }
 END_TEST
 
