@@ -153,7 +153,7 @@ static void extend(xa_slab *s)
     /* The blocks that start in first's page: linking them touches no other
      * page (a batch from an offset used to reach into the next page, made
      * resident for blocks a thread may never take). */
-    uintptr_t page_end = ((uintptr_t)first | (XA_OS_PAGE - 1)) + 1;
+    uintptr_t page_end = XA_ALIGN_UP((uintptr_t)first + 1, XA_OS_PAGE);
     uint32_t in_page = (uint32_t)((page_end - (uintptr_t)first + s->block_size - 1) / s->block_size);
     if (n > in_page)
         n = in_page;

@@ -7,7 +7,7 @@
  * used page, and the common "page plus a header" requests (4104, 4368 B:
  * sqlite's page cache, buffers with a length word) waste 5-12% instead of
  * 15-20%. Every class is a multiple of 16, so every block is 16-aligned.
- * tools/gen-sizeclass.py prints the literal tables of sizeclass.c. */
+ * `make sizeclass-tables` prints the literal tables of sizeclass.c. */
 #ifndef XA_SIZECLASS_H
 #define XA_SIZECLASS_H
 
@@ -46,14 +46,20 @@ extern const uint8_t xa_class_of_medium[(XA_MEDIUM_TABLE_MAX >> 7) + 1];
 uint32_t xa_sizeclass_rule_size(unsigned cls);
 uint32_t xa_sizeclass_rule_units(uint32_t size);
 
+/* Class of a request above 32 KiB (four per doubling): x is size - 1, k
+ * the index of its top bit. */
+XA_FAST_PATH unsigned xa_size_class_coarse(size_t x, unsigned k)
+{
+    return XA_FINE_CLASSES_END + (k - 15u) * 4u + (unsigned)((x >> (k - 2u)) & 3u);
+}
+
 /* Class of a request of size bytes, 1024 < size <= XA_SMALL_MAX. */
 XA_FAST_PATH unsigned xa_size_class_above_1k(size_t size)
 {
     if (xa_likely(size <= XA_MEDIUM_TABLE_MAX))
         return xa_class_of_medium[(size + 127) >> 7];
     size_t x = size - 1;
-    unsigned k = 63u - (unsigned)__builtin_clzl(x);
-    return XA_FINE_CLASSES_END + (k - 15u) * 4u + (unsigned)((x >> (k - 2u)) & 3u);
+    return xa_size_class_coarse(x, 63u - (unsigned)__builtin_clzl(x));
 }
 
 /* Class of a request of size bytes, size <= XA_SMALL_MAX. */
@@ -75,7 +81,7 @@ static inline unsigned xa_size_class_compute(size_t size)
         return 8u + (k - 7u) * 4u + (unsigned)((x >> (k - 2u)) & 3u);
     if (k < 15)
         return XA_FINE_CLASSES_BEGIN + (k - 12u) * 8u + (unsigned)((x >> (k - 3u)) & 7u);
-    return XA_FINE_CLASSES_END + (k - 15u) * 4u + (unsigned)((x >> (k - 2u)) & 3u);
+    return xa_size_class_coarse(x, k);
 }
 
 static inline size_t xa_class_size(unsigned cls) { return xa_classes[cls].size; }
