@@ -528,6 +528,21 @@ void xa_arena_note_carved(xa_slab *s, uint32_t n)
     }
 }
 
+void xa_arena_note_uncarved(xa_slab *s)
+{
+    xa_chunk *c = xa_chunk_of(s);
+    xa_arena *a = c->arena;
+    __atomic_fetch_sub(&a->class_carved[s->cls], s->capacity, __ATOMIC_RELAXED);
+    uint64_t dense = __atomic_sub_fetch(&c->dense_bytes, (uint64_t)s->capacity * s->block_size,
+                                        __ATOMIC_RELAXED);
+    if (xa_unlikely(xa_pages_policy == XA_THP_POLICY_DENSE && c->huge_advised &&
+                    dense < ((uint64_t)XA_THP_SPARSE_UNITS << XA_UNIT_SHIFT))) {
+        xa_lock_acquire(&a->lock);
+        chunk_density_changed(a, c);
+        xa_lock_release(&a->lock);
+    }
+}
+
 static void slab_release_locked(xa_arena *a, xa_chunk *c, xa_slab *s)
 {
     a->class_slabs[s->cls]--;

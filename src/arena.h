@@ -104,6 +104,9 @@ void xa_arena_slab_abandon(xa_chunk *c, xa_slab *s);
 uint32_t xa_slab_collect(xa_slab *s);
 /* Counts blocks carved from a slab (statistics). */
 void xa_arena_note_carved(xa_slab *s, uint32_t n);
+/* Counts every block of s as uncarved again (its pages were purged and it
+ * starts over from its first page); may demote the chunk's huge pages. */
+void xa_arena_note_uncarved(xa_slab *s);
 
 /* Large blocks: runs of units; size <= XA_LARGE_MAX. */
 void *xa_arena_large_alloc(xa_arena *a, size_t size, bool zero);

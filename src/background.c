@@ -32,7 +32,16 @@ uint64_t xa_background_pass(uint64_t now)
     }
     if (xa_heaps_decay_caches(now))
         next = next > 100000000u ? 100000000u : next;
-    return next;
+    uint64_t reclaim = xa_heaps_reclaim_idle(now, false);
+    return reclaim < next ? reclaim : next;
+}
+
+/* background_thread:auto starts the thread for dirty memory past the
+ * threshold, or for idle reclaim once the process has several threads. */
+static bool auto_wanted(void)
+{
+    return xa_arenas_dirty_bytes() >= XA_BACKGROUND_AUTO_BYTES ||
+           __atomic_load_n(&xa_heaps_many, __ATOMIC_RELAXED);
 }
 
 static bool mode_off(void)
@@ -114,7 +123,7 @@ void xa_background_update(void)
         wake(); /* a running thread sees the option and exits */
         return;
     }
-    if (mode == XA_BG_ON || xa_arenas_dirty_bytes() >= XA_BACKGROUND_AUTO_BYTES)
+    if (mode == XA_BG_ON || auto_wanted())
         start();
     else
         wake();
@@ -131,7 +140,7 @@ void xa_background_notice(void)
         return;
     }
     if (__atomic_load_n(&xa_opt.background_thread, __ATOMIC_RELAXED) == XA_BG_ON ||
-        xa_arenas_dirty_bytes() >= XA_BACKGROUND_AUTO_BYTES)
+        auto_wanted())
         start();
 }
 

@@ -4,8 +4,9 @@
  * process that stops calling the allocator still returns its memory
  * within about decay_ms.
  * background_thread:auto (the default) starts it lazily, the first time
- * the process holds more than XA_BACKGROUND_AUTO_BYTES of dirty memory:
- * short-lived commands never get a thread. In a fork child it is started
+ * the process holds more than XA_BACKGROUND_AUTO_BYTES of dirty memory or
+ * has XA_HEAPS_MANY thread heaps (whose idle slabs it reclaims, heap.c):
+ * short-lived single-threaded commands never get a thread. In a fork child it is started
  * again the same way. If it cannot be created (seccomp, TasksMax), purging
  * stays on the allocation slow paths and creation is retried after
  * XA_BACKGROUND_RETRY_NS.

@@ -44,6 +44,14 @@ static uint64_t next_global_decay_ns;
 
 static inline uintptr_t enc(uintptr_t p) { return p ^ xa_heap_secret; }
 
+bool xa_heaps_many;
+/* False while the purger sleeps with no heap to look at for idle reclaim;
+ * the next slab page carved sets it and wakes the purger. */
+static bool reclaim_armed;
+/* cur[] of a class while the purger reclaims its slab: empty, so the
+ * owner's malloc takes the slow path and waits. No owner code stores it. */
+xa_slab xa_slab_reclaiming;
+
 static bool large_cache_flush(xa_heap *h, uint64_t now, bool force);
 static void make_room(xa_heap *h);
 static void remote_flush(xa_heap *h);
@@ -87,7 +95,7 @@ static void avail_push_front(xa_heap *h, xa_slab *s)
     if (s->next)
         s->next->prev = s;
     h->avail[cls] = s;
-    h->cur[cls] = s;
+    __atomic_store_n(&h->cur[cls], s, __ATOMIC_RELAXED);
 }
 
 static void avail_push_back(xa_heap *h, xa_slab *s)
@@ -116,7 +124,8 @@ static void avail_remove(xa_heap *h, xa_slab *s)
     if (s->next)
         s->next->prev = s->prev;
     s->next = s->prev = NULL;
-    h->cur[cls] = h->avail[cls] ? h->avail[cls] : &xa_slab_empty;
+    __atomic_store_n(&h->cur[cls], h->avail[cls] ? h->avail[cls] : &xa_slab_empty,
+                     __ATOMIC_RELAXED);
 }
 
 static void full_push(xa_heap *h, xa_slab *s)
@@ -169,6 +178,12 @@ static void extend(xa_slab *s)
     s->free = (uintptr_t)first;
     s->capacity += n;
     xa_arena_note_carved(s, n);
+    /* New pages in a thread's slab: wake the purger for idle reclaim if it
+     * sleeps with nothing to look at. */
+    if (xa_unlikely(!__atomic_load_n(&reclaim_armed, __ATOMIC_RELAXED)) && xa_heaps_many) {
+        __atomic_store_n(&reclaim_armed, true, __ATOMIC_RELAXED);
+        __atomic_store_n(&xa_arena_dirty_pending, true, __ATOMIC_RELAXED);
+    }
 }
 
 /* Arms the notification and moves s to the full list. Fails (returns
@@ -358,11 +373,12 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
          * reusing them at once is what keeps memory from piling up in
          * slabs whose owner is busy elsewhere (or idle). */
         xa_slab *f = &h->foreign[cls];
-        if (h->cur[cls] == f)
-            h->cur[cls] = h->avail[cls] ? h->avail[cls] : &xa_slab_empty;
+        if (__atomic_load_n(&h->cur[cls], __ATOMIC_RELAXED) == f)
+            __atomic_store_n(&h->cur[cls], h->avail[cls] ? h->avail[cls] : &xa_slab_empty,
+                             __ATOMIC_RELAXED);
         /* Switch only for a batch, so the fast path serves it. */
         if (f->free && f->reserved - f->used >= foreign_limit(h, cls) / 2) {
-            h->cur[cls] = f;
+            __atomic_store_n(&h->cur[cls], f, __ATOMIC_RELAXED);
             return xa_heap_malloc_small(h, xa_classes[cls].size);
         }
     }
@@ -401,10 +417,21 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
 
 void *xa_heap_malloc_slow(xa_heap *h, unsigned cls)
 {
+    /* busy is set (the fast path did it): wait out a reclaim in progress
+     * before touching the lists; cur[] is whole again afterwards. */
+    if (xa_unlikely(__atomic_load_n(&h->reclaiming, __ATOMIC_ACQUIRE)))
+        xa_heap_wait_reclaim(h);
     void *p = malloc_slow(h, cls);
+    __atomic_store_n(&h->busy, 0, __ATOMIC_RELEASE);
     if (xa_unlikely(!p))
         errno = ENOMEM;
     return p;
+}
+
+void xa_heap_wait_reclaim(xa_heap *h)
+{
+    while (__atomic_load_n(&h->reclaiming, __ATOMIC_ACQUIRE))
+        sched_yield();
 }
 
 /* ---- free slow paths ---- */
@@ -493,7 +520,15 @@ static bool spare_flush(xa_heap *h, uint64_t now, bool force)
     return left;
 }
 
+static void free_local_slow(xa_heap *h, xa_slab *s);
 void xa_heap_free_local_slow(xa_heap *h, xa_slab *s)
+{
+    uint32_t busy = xa_heap_owner_enter(h);
+    free_local_slow(h, s);
+    xa_heap_owner_leave(h, busy);
+}
+
+static void free_local_slow(xa_heap *h, xa_slab *s)
 {
     if (s->in_full & XA_SLAB_IN_FULL)
         unfull(h, s);
@@ -518,7 +553,7 @@ void xa_heap_free_local_slow(xa_heap *h, xa_slab *s)
             h->trim_pool_low = pool;
         }
     }
-    if (xa_slab_used(s) == 0 && (s != h->cur[s->cls] || h->no_keep)) {
+    if (xa_slab_used(s) == 0 && (!xa_heap_is_current(h, s) || h->no_keep)) {
         /* Empty and not current: back to the arena, where it coalesces
          * and, once decayed, is returned to the OS. */
         avail_remove(h, s);
@@ -580,8 +615,9 @@ static void foreign_flush_class(xa_heap *h, unsigned cls)
     uintptr_t list = f->free;
     f->free = 0;
     f->reserved = f->used = 0; /* capacity (the limit) stays */
-    if (h->cur[cls] == f)
-        h->cur[cls] = h->avail[cls] ? h->avail[cls] : &xa_slab_empty;
+    if (__atomic_load_n(&h->cur[cls], __ATOMIC_RELAXED) == f)
+        __atomic_store_n(&h->cur[cls], h->avail[cls] ? h->avail[cls] : &xa_slab_empty,
+                         __ATOMIC_RELAXED);
     xa_slab *run = NULL;
     xa_block *head = NULL, *tail = NULL;
     while (list) {
@@ -640,7 +676,9 @@ static XA_NOINLINE bool adopt_on_free(xa_heap *h, xa_slab *s)
     if (h == &xa_heap_empty || h->no_keep || xa_chunk_of(s)->arena != h->arena ||
         !xa_arena_slab_adopt_this(h->arena, s, h))
         return false;
+    uint32_t busy = xa_heap_owner_enter(h);
     avail_push_back(h, s);
+    xa_heap_owner_leave(h, busy);
     return true;
 }
 
@@ -913,6 +951,195 @@ bool xa_heaps_decay_caches(uint64_t now)
     return left;
 }
 
+/* ---- idle reclaim ----
+ *
+ * A thread that goes quiet keeps, per class, its current slab, with the
+ * pages carved for it: in a service whose threads use a class for a
+ * while and then park, empty slabs of a dozen transient classes per
+ * thread (issue 18). The owner would give them back on its next slow
+ * path, but a parked thread never runs one, so the purger takes them.
+ *
+ * Only an empty current slab of a class below XA_TRIM_MIN_BLOCK is taken,
+ * and only its pages: the slab stays the heap's, its free list and carved
+ * count are reset, and the owner's next malloc of the class carves its
+ * first page again. No block of an empty slab is out, so no free (the
+ * owner's or a remote one) can reach it; a malloc can, through cur[]:
+ *   purger: reclaiming = 1; cur[cls] = sentinel; membarrier; read busy
+ *   owner:  busy = 1; read cur[cls] ... pop ...; busy = 0
+ * The barrier makes the pair a Dekker handshake with no fence on the
+ * owner's side: if the purger then reads busy == 0, any pop that loaded
+ * the old slab has finished and its stores are visible, and every later
+ * malloc loads the sentinel (empty), takes the slow path and waits for
+ * reclaiming == 0. Owner code that changes cur[] or the lists outside
+ * malloc (xa_heap_owner_enter) waits the same way; a heap busy at the
+ * barrier is left as it was. A class counts as idle when its malloc and
+ * free counts did not move between two looks, so a thread's working set
+ * is never taken from under it. */
+
+#define RECLAIM_BATCH 256
+#define RECLAIM_MIN_NS ((uint64_t)10000000u)           /* 10 ms */
+#define RECLAIM_MAX_NS ((uint64_t)1000000000u)         /* 1 s */
+#define RECLAIM_BACKOFF_NS ((uint64_t)30 * 1000000000u) /* 30 s */
+
+struct reclaim_candidate {
+    xa_heap *h;
+    xa_slab *s;
+    uint32_t moves;
+    unsigned cls;
+};
+
+static uint64_t reclaim_next_ns, reclaim_wait_ns;
+static pid_t reclaim_pid;
+static bool reclaim_barrier_ok;
+
+/* The barrier needs a registration per process (again in a fork child). */
+static bool reclaim_barrier_ready(void)
+{
+    pid_t pid = xa_os_getpid();
+    if (pid != reclaim_pid) {
+        reclaim_pid = pid;
+        reclaim_barrier_ok = xa_os_membarrier_register() == 0;
+    }
+    return reclaim_barrier_ok;
+}
+
+static inline uint32_t class_moves(const xa_heap *h, unsigned cls)
+{
+    return (uint32_t)(__atomic_load_n(&h->nmalloc[cls], __ATOMIC_RELAXED) +
+                      __atomic_load_n(&h->nfree[cls], __ATOMIC_RELAXED));
+}
+
+/* s, read without the owner's cooperation, is a slab of h with carved
+ * pages (empty or not: a candidate of a later look). */
+static bool slab_has_pages(const xa_heap *h, const xa_slab *s)
+{
+    return s->kind == XA_RUN_SMALL && __atomic_load_n(&s->heap, __ATOMIC_RELAXED) == h &&
+           __atomic_load_n(&s->capacity, __ATOMIC_RELAXED) != 0;
+}
+
+/* s has no block out (none pending in its remote list either), and its
+ * chunk is not promoted to huge pages (a purge would split one; a dense
+ * chunk is demoted when it empties, as for trim). */
+static bool slab_reclaimable(const xa_slab *s)
+{
+    return (__atomic_load_n(&s->used, __ATOMIC_ACQUIRE) & ~XA_USED_SLOW) == 0 &&
+           (atomic_load_explicit(&s->thread_free, memory_order_acquire) & ~XA_TF_MASK) == 0 &&
+           !__atomic_load_n(&xa_chunk_of(s)->huge_advised, __ATOMIC_RELAXED);
+}
+
+/* Purges every page of the empty slab s and starts it over. */
+static size_t reclaim_slab(xa_slab *s)
+{
+    uintptr_t first = (uintptr_t)s->start;
+    uintptr_t end = XA_ALIGN_UP(first + (size_t)s->capacity * s->block_size, XA_OS_PAGE);
+    xa_arena_note_uncarved(s);
+    s->free = 0;
+    s->capacity = 0;
+    size_t len = end - first;
+    xa_pages_purge((void *)first, len);
+    xa_arena *a = xa_chunk_of(s)->arena;
+    __atomic_fetch_add(&a->purged_by[XA_PURGE_THREAD], len, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->purged_bytes, len, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->npurge, 1, __ATOMIC_RELAXED);
+    return len;
+}
+
+/* One look at every heap. Pre: heaps_lock held. Sets *moved when some
+ * class moved since the last look, *pending when some current slab has
+ * pages (idle or not). Returns the bytes purged. */
+static size_t reclaim_pass(bool force, bool *moved, bool *pending)
+{
+    struct reclaim_candidate cand[RECLAIM_BATCH];
+    unsigned n = 0;
+    for (xa_heap *h = heaps_live; h; h = h->next_all) {
+        unsigned first = n;
+        for (unsigned cls = 0; cls < XA_NCLASSES && xa_classes[cls].size < XA_TRIM_MIN_BLOCK;
+             cls++) {
+            uint32_t m = class_moves(h, cls);
+            bool idle = m == h->reclaim_seen[cls];
+            h->reclaim_seen[cls] = m;
+            *moved |= !idle;
+            xa_slab *s = __atomic_load_n(&h->cur[cls], __ATOMIC_ACQUIRE);
+            if (!slab_has_pages(h, s))
+                continue;
+            *pending = true;
+            if ((idle || force) && slab_reclaimable(s) && n < RECLAIM_BATCH)
+                cand[n++] = (struct reclaim_candidate){h, s, m, cls};
+        }
+        if (n == first)
+            continue;
+        /* reclaiming first: an owner that finds the sentinel waits on it. */
+        __atomic_store_n(&h->reclaiming, 1, __ATOMIC_RELAXED);
+        for (unsigned i = first; i < n; i++) {
+            xa_slab *expect = cand[i].s;
+            if (!__atomic_compare_exchange_n(&h->cur[cand[i].cls], &expect, &xa_slab_reclaiming,
+                                             false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+                cand[i].s = NULL; /* the owner moved on meanwhile */
+        }
+    }
+    if (!n)
+        return 0;
+    bool barrier = xa_os_membarrier() == 0;
+    size_t bytes = 0;
+    bool go = false;
+    for (unsigned i = 0; i < n; i++) {
+        xa_heap *h = cand[i].h;
+        xa_slab *s = cand[i].s;
+        unsigned cls = cand[i].cls;
+        /* A heap busy at the barrier: its owner may be popping from s. */
+        if (i == 0 || cand[i - 1].h != h)
+            go = barrier && !__atomic_load_n(&h->busy, __ATOMIC_ACQUIRE);
+        if (s && __atomic_load_n(&h->cur[cls], __ATOMIC_ACQUIRE) == &xa_slab_reclaiming) {
+            /* Checked again now that the owner's stores are visible: a
+             * malloc or free of the class since the look keeps the slab. */
+            if (go && slab_reclaimable(s) && class_moves(h, cls) == cand[i].moves &&
+                s->heap == h) {
+                size_t got = reclaim_slab(s);
+                __atomic_fetch_add(&h->reclaimed_bytes, got, __ATOMIC_RELAXED);
+                bytes += got;
+            }
+            __atomic_store_n(&h->cur[cls], s, __ATOMIC_RELEASE);
+        }
+        if (i + 1 == n || cand[i + 1].h != h)
+            __atomic_store_n(&h->reclaiming, 0, __ATOMIC_RELEASE);
+    }
+    return bytes;
+}
+
+uint64_t xa_heaps_reclaim_idle(uint64_t now, bool force)
+{
+    if (!force && now < __atomic_load_n(&reclaim_next_ns, __ATOMIC_RELAXED))
+        return __atomic_load_n(&reclaim_next_ns, __ATOMIC_RELAXED) - now;
+    bool moved = false, pending = false;
+    size_t bytes = 0;
+    xa_lock_acquire(&heaps_lock);
+    if (reclaim_barrier_ready()) {
+        /* Disarmed before the look: a page carved after it wakes the
+         * purger. (Left armed, so never waking it, without the barrier.) */
+        __atomic_store_n(&reclaim_armed, false, __ATOMIC_SEQ_CST);
+        bytes = reclaim_pass(force, &moved, &pending);
+    }
+    xa_lock_release(&heaps_lock);
+    if (!pending)
+        return UINT64_MAX;
+    if (force) /* (now unused) the purger's schedule stays as it was */
+        return 0;
+    __atomic_store_n(&reclaim_armed, true, __ATOMIC_RELAXED);
+    /* A quarter of decay_ms between looks while threads move (a class is
+     * idle after one to two of them); backing off to 30 s while nothing
+     * moves. */
+    uint64_t base = (uint64_t)__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) * 250000u;
+    base = base < RECLAIM_MIN_NS ? RECLAIM_MIN_NS : base > RECLAIM_MAX_NS ? RECLAIM_MAX_NS : base;
+    uint64_t wait = moved || bytes ? base : reclaim_wait_ns * 2;
+    if (wait < base)
+        wait = base;
+    if (wait > RECLAIM_BACKOFF_NS)
+        wait = RECLAIM_BACKOFF_NS;
+    reclaim_wait_ns = wait;
+    __atomic_store_n(&reclaim_next_ns, now + wait, __ATOMIC_RELAXED);
+    return wait;
+}
+
 void xa_heaps_flush_caches(void)
 {
     xa_lock_acquire(&heaps_lock);
@@ -956,6 +1183,12 @@ xa_heap *xa_heap_create(xa_arena *arena)
         heaps_live->prev_all = h;
     heaps_live = h;
     heaps_count++;
+    if (heaps_count >= XA_HEAPS_MANY && !xa_heaps_many) {
+        /* Threads enough for idle caches to add up: the purger is worth
+         * starting (the dirty hint reaches background_thread:auto). */
+        __atomic_store_n(&xa_heaps_many, true, __ATOMIC_RELAXED);
+        __atomic_store_n(&xa_arena_dirty_pending, true, __ATOMIC_RELAXED);
+    }
     xa_lock_release(&heaps_lock);
     return h;
 }
@@ -1015,7 +1248,7 @@ static void heap_release_all(xa_heap *h)
             s = next;
         }
         h->avail[c] = NULL;
-        h->cur[c] = &xa_slab_empty;
+        __atomic_store_n(&h->cur[c], &xa_slab_empty, __ATOMIC_RELAXED);
     }
     for (xa_slab *s = h->full; s;) {
         xa_slab *next = s->next;
@@ -1062,6 +1295,9 @@ static void heap_move(xa_heap *h, int slot)
 
 void xa_heap_thread_exit(xa_heap *h)
 {
+    /* busy from here on: the purger leaves the heap alone until it is
+     * unlinked (and a recycled heap starts at 0). */
+    xa_heap_owner_enter(h);
     heap_release_all(h);
     __atomic_fetch_sub(&h->arena->nthreads, 1, __ATOMIC_RELAXED);
     xa_lock_acquire(&heaps_lock);
@@ -1081,7 +1317,16 @@ void xa_heap_thread_exit(xa_heap *h)
     xa_lock_release(&heaps_lock);
 }
 
+static size_t collect(xa_heap *h);
 size_t xa_heap_collect(xa_heap *h)
+{
+    uint32_t busy = xa_heap_owner_enter(h);
+    size_t n = collect(h);
+    xa_heap_owner_leave(h, busy);
+    return n;
+}
+
+static size_t collect(xa_heap *h)
 {
     foreign_flush(h);
     drain_delayed(h);

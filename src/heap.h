@@ -15,6 +15,9 @@
 #include "sizeclass.h"
 
 #define XA_LARGE_CACHE_SLOTS 4
+/* Live thread heaps from which the purger thread is worth starting under
+ * background_thread:auto, for idle reclaim (see heap.c). */
+#define XA_HEAPS_MANY 4
 /* Classes up to 8 KiB keep a per-thread stack of blocks this thread freed
  * but does not own (see xa_heap_free_remote); check_sizeclass checks that
  * class XA_FINE_CLASSES_BEGIN + 7 is the 8 KiB one. */
@@ -24,6 +27,12 @@ _Static_assert(XA_FOREIGN_CLASSES == XA_FINE_CLASSES_BEGIN + 8, "class 35 is 8 K
 typedef struct xa_heap {
     /* ---- hot ---- */
     xa_slab *cur[XA_NCLASSES];     /* current slab per class, never NULL */
+    /* 1 while the owner is inside malloc (fast and slow path): the purger
+     * reclaims an idle thread's empty slabs only when it reads 0 here after
+     * a process-wide barrier (see "idle reclaim" in heap.c). After cur[],
+     * which stays at offset 0 (one addressing mode for cur[cls]). */
+    uint32_t busy;
+    uint32_t pad_hot;
     uint64_t nmalloc[XA_NCLASSES]; /* statistics, written by the owner only */
     uint64_t nfree[XA_NCLASSES];
     /* ---- slow paths ---- */
@@ -74,6 +83,13 @@ typedef struct xa_heap {
      * 0 sends every remote free to the general path. */
     unsigned keep_key;
     xa_numa_thread numa;           /* node last seen by the slow path */
+    /* Idle reclaim (purger thread only, under heaps_lock): 1 while it takes
+     * pages of this heap's empty current slabs; the owner's slow paths wait
+     * for 0. reclaim_seen: low bits of nmalloc[] at the purger's last look
+     * (a class is idle when they did not move). */
+    uint32_t reclaiming;
+    uint32_t reclaim_seen[XA_NCLASSES];
+    uint64_t reclaimed_bytes;      /* atomic: bytes of idle slabs purged (statistics) */
 } xa_heap;
 
 /* The heap layer reaches the layers above it only through these hooks,
@@ -94,6 +110,9 @@ extern unsigned xa_heap_purger_state;
 
 extern xa_heap xa_heap_empty;
 extern xa_slab xa_slab_empty;
+/* cur[cls] for a moment while the purger reclaims the class's slab (then
+ * the avail list's head is the current slab); see heap.c. */
+extern xa_slab xa_slab_reclaiming;
 extern __thread xa_heap *xa_tls_heap __attribute__((tls_model("initial-exec")));
 
 /* ---- slow paths (heap.c) ---- */
@@ -136,11 +155,49 @@ bool xa_heap_huge_cache_put(xa_heap *h, xa_chunk *c);
 /* Returns to their arenas the cached large blocks of every heap that have
  * waited decay_ms (all of them when force). Returns true if any remain. */
 bool xa_heaps_decay_caches(uint64_t now);
+/* Idle reclaim (purger thread): purges the pages of the empty current
+ * slabs of classes a thread has not allocated from since the last look,
+ * without the owner's help (a parked thread never runs the allocator
+ * again). Returns the nanoseconds until the next look is useful, or
+ * UINT64_MAX while no heap holds such pages. force: every empty current
+ * slab now, idle or not (malloc_trim; now is then unused, and the
+ * purger's schedule is left as it was). */
+uint64_t xa_heaps_reclaim_idle(uint64_t now, bool force);
+/* Set once the process has several thread heaps: the purger thread is
+ * then worth starting under background_thread:auto, for idle reclaim. */
+extern bool xa_heaps_many;
 void xa_heaps_flush_caches(void);
 xa_heap *xa_heap_create(xa_arena *arena);
 void xa_heaps_fork_prepare(void);
 void xa_heaps_fork_parent(void);
 void xa_heaps_fork_child(void);
+
+/* Owner code that changes its heap's lists or current slabs outside
+ * malloc runs between these two (they nest): it waits while the purger
+ * reclaims from the heap, and the purger leaves a heap alone while busy. */
+void xa_heap_wait_reclaim(xa_heap *h);
+static inline uint32_t xa_heap_owner_enter(xa_heap *h)
+{
+    uint32_t prev = h->busy;
+    __atomic_store_n(&h->busy, 1, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (xa_unlikely(__atomic_load_n(&h->reclaiming, __ATOMIC_ACQUIRE)))
+        xa_heap_wait_reclaim(h);
+    return prev;
+}
+static inline void xa_heap_owner_leave(xa_heap *h, uint32_t prev)
+{
+    __atomic_store_n(&h->busy, prev, __ATOMIC_RELEASE);
+}
+
+/* True when s is h's current slab of its class. Owner code between
+ * owner_enter and owner_leave may still see the reclaim sentinel in cur[]
+ * (stored before the purger found the heap busy, and taken back). */
+static inline bool xa_heap_is_current(const xa_heap *h, const xa_slab *s)
+{
+    const xa_slab *cur = __atomic_load_n(&h->cur[s->cls], __ATOMIC_RELAXED);
+    return s == cur || (cur == &xa_slab_reclaiming && s == h->avail[s->cls]);
+}
 
 /* ---- fast paths ---- */
 
@@ -154,15 +211,22 @@ XA_FAST_PATH xa_heap *xa_heap_get(void)
 
 XA_FAST_PATH void *xa_heap_malloc_class(xa_heap *h, size_t cls)
 {
-    xa_slab *s = h->cur[cls];
+    /* busy before the load of cur[]: the purger swaps cur[] first, then
+     * reads busy after a process-wide barrier (asymmetric Dekker: the
+     * owner's side needs no fence instruction, only this order). */
+    __atomic_store_n(&h->busy, 1, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    /* (acquire: a slab the purger reset is seen whole; a plain load on x86) */
+    xa_slab *s = __atomic_load_n(&h->cur[cls], __ATOMIC_ACQUIRE);
     xa_block *b = (xa_block *)s->free;
     if (xa_unlikely(!b))
-        return xa_heap_malloc_slow(h, (unsigned)cls);
+        return xa_heap_malloc_slow(h, (unsigned)cls); /* clears busy */
     s->free = b->next ^ xa_heap_secret;
     b->next = 0; /* a live block never decodes to a free-list link */
     b->mark = 0; /* nor carries the free mark */
     s->used++;
     h->nmalloc[cls]++;
+    __atomic_store_n(&h->busy, 0, __ATOMIC_RELEASE);
     return b;
 }
 
@@ -224,6 +288,24 @@ negative:
  * at its pool of free big blocks (see heap.c). */
 #define XA_HEAP_TRIM_ALLOWANCE ((uint64_t)2 << 20)
 
+/* ThreadSanitizer cannot see the membarrier of idle reclaim, which orders
+ * an owner's last free before the purger's look: in a TSan build a free
+ * publishes itself with a release store of busy (unchanged), which the
+ * purger's acquire load of busy pairs with. Nothing in other builds. */
+#if defined(__SANITIZE_THREAD__)
+#define XA_TSAN_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define XA_TSAN_BUILD 1
+#endif
+#endif
+#ifdef XA_TSAN_BUILD
+#define XA_TSAN_PUBLISH(h) \
+    __atomic_store_n(&(h)->busy, __atomic_load_n(&(h)->busy, __ATOMIC_RELAXED), __ATOMIC_RELEASE)
+#else
+#define XA_TSAN_PUBLISH(h) ((void)0)
+#endif
+
 /* Pushes b onto its slab's free list; the caller owns the slab and has
  * checked the block (xa_slab_is_block, xa_block_marked_free). */
 XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
@@ -233,11 +315,12 @@ XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
     b->mark = mark;
     s->free = (uintptr_t)b;
     h->nfree[s->cls]++;
+    XA_TSAN_PUBLISH(h);
     /* One test for "now empty" and "flagged" (XA_USED_SLOW). */
     unsigned sign = xa_dec_sign(&s->used);
     if (xa_unlikely(sign != 0)) {
         if (sign == 1) { /* empty: the current slab stays */
-            if (s != h->cur[s->cls] || h->no_keep)
+            if (s != __atomic_load_n(&h->cur[s->cls], __ATOMIC_RELAXED) || h->no_keep)
                 xa_heap_free_local_slow(h, s);
             return;
         }

@@ -229,7 +229,9 @@ static void check_arena(struct ctx *x, xa_arena *a)
 static void check_heap(struct ctx *x, xa_heap *h)
 {
     for (unsigned cls = 0; cls < XA_NCLASSES; cls++) {
-        xa_slab *cur = h->cur[cls];
+        xa_slab *cur = __atomic_load_n(&h->cur[cls], __ATOMIC_RELAXED);
+        if (cur == &xa_slab_reclaiming) /* the purger looks at it: the head is current */
+            cur = h->avail[cls];
         if (cur != &xa_slab_empty && cur != h->avail[cls] &&
             !(cls < XA_FOREIGN_CLASSES && cur == &h->foreign[cls]))
             bad(x, "heap: cur[%u] is neither the list head nor the foreign stack", cls);
@@ -320,8 +322,12 @@ size_t xa_invariant_check(char *msg, size_t len)
         xa_lock_release(&a->lock);
     }
     xa_heap *h = xa_tls_heap;
-    if (h != &xa_heap_empty)
+    if (h != &xa_heap_empty) {
+        /* The purger leaves the heap's slabs alone meanwhile. */
+        uint32_t busy = xa_heap_owner_enter(h);
         check_heap(&x, h);
+        xa_heap_owner_leave(h, busy);
+    }
     return x.problems;
 }
 #else

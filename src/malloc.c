@@ -647,6 +647,8 @@ XA_API size_t xalloc_purge(void)
     size_t total = 0;
     if (h != &xa_heap_empty)
         total += xa_heap_collect(h);
+    /* Other threads' empty current slabs too, idle or not. */
+    xa_heaps_reclaim_idle(0, true);
     xa_heaps_flush_caches();
     for (unsigned i = 0; i < xa_narenas; i++) {
         xa_arena *a = __atomic_load_n(&xa_arenas[i], __ATOMIC_ACQUIRE);

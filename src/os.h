@@ -50,6 +50,13 @@ void xa_os_sleep_ns(uint64_t ns);
  * timeout_ns (0: no limit); wakes every waiter of word. */
 void xa_os_futex_wait(uint32_t *word, uint32_t expected, uint64_t timeout_ns);
 void xa_os_futex_wake_all(uint32_t *word);
+/* Process-wide memory barrier (membarrier(2), private expedited): when it
+ * returns, every other thread of the process has passed a full barrier, so
+ * its stores before that point are visible and its loads after it see the
+ * caller's earlier stores. Register once per process first; both return 0
+ * or errno (ENOSYS, EINVAL on kernels before 4.14, EPERM under seccomp). */
+int xa_os_membarrier_register(void);
+int xa_os_membarrier(void);
 /* Names the calling thread (PR_SET_NAME, 15 characters at most). */
 void xa_os_set_thread_name(const char *name);
 /* CPU and NUMA node the calling thread runs on (getcpu); -1 if unknown. */

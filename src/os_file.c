@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -58,6 +59,24 @@ void xa_os_futex_wake_all(uint32_t *word)
     int saved = errno;
     syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
     errno = saved;
+}
+
+static int membarrier_cmd(int cmd)
+{
+    int saved = errno;
+    int rc = syscall(SYS_membarrier, cmd, 0, 0) == 0 ? 0 : errno;
+    errno = saved;
+    return rc;
+}
+
+int xa_os_membarrier_register(void)
+{
+    return membarrier_cmd(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
+}
+
+int xa_os_membarrier(void)
+{
+    return membarrier_cmd(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
 }
 
 void xa_os_set_thread_name(const char *name)

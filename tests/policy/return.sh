@@ -83,11 +83,12 @@ else
         out=$(run "" service 32 1000)
         x=$(val rss_kb "$out"); huge=$(val anon_huge_kb "$out")
         rss[$mode]=$x
-        # Goal: glibc's footprint. Bound checked here: within 30% of glibc
-        # (the remaining gap is the one page each thread carves per size
-        # class it uses; see the issue note).
-        if [ "$x" -le $((g * 130 / 100)) ]; then ok "service, system $mode: RSS $x kB (glibc $g kB, huge $huge kB)"
-        else bad "service, system $mode: RSS $x kB against glibc $g kB (huge $huge kB)"; fi
+        # Goal: glibc's footprint plus 1 MiB. Bound checked here: glibc plus
+        # 2 MiB (was 30% over glibc before the purger took idle threads'
+        # empty slabs; what remains is each thread's partly used last page
+        # per live class and the holes sparse frees leave; see the issue).
+        if [ "$x" -le $((g + 2048)) ]; then ok "service, system $mode: RSS $x kB (glibc $g kB, huge $huge kB)"
+        else bad "service, system $mode: RSS $x kB against glibc $g kB + 2 MiB (huge $huge kB)"; fi
         out=$(run "thp:never" service 32 1000)
         if [ "$(val anon_huge_kb "$out")" = 0 ]; then ok "thp:never, system $mode: no AnonHugePages in the process"
         else bad "thp:never, system $mode: $(val anon_huge_kb "$out") kB AnonHugePages"; fi

@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dlfcn.h>
+#include <unistd.h>
 
 #include "common/xt.h"
 #include "common/xt_check.h"
@@ -532,6 +534,88 @@ START_TEST(test_producer_consumers)
 }
 END_TEST
 
+
+/* ---- idle reclaim racing the owners ----
+ * Threads allocate, verify and free bursts of one class at a time (so
+ * their current slabs keep emptying) with short pauses, keeping a few
+ * blocks live, while another thread calls xalloc_purge() in a loop: under
+ * xalloc that takes the pages of every empty current slab of every thread
+ * at once, racing each owner's next malloc of the class (see "idle
+ * reclaim" in src/heap.c). Under another allocator the purge thread has
+ * nothing to call and the test is a plain burst stress. */
+
+static void *burst_thread(void *argp)
+{
+    uint64_t rng = (uint64_t)(uintptr_t)argp * 0x9e3779b97f4a7c15ull + 1;
+    enum { LIVE = 16, BURST = 48 };
+    struct blk live[LIVE], burst[BURST];
+    for (int i = 0; i < LIVE; i++)
+        if (!blk_new(&live[i], xt_rand_range(&rng, 8, 4096), rng, "burst"))
+            return NULL;
+    for (unsigned round = 0; !should_stop(); round++) {
+        size_t size = xt_rand_range(&rng, 8, 16000);
+        unsigned n = (unsigned)xt_rand_range(&rng, 1, BURST);
+        unsigned made = 0;
+        for (; made < n; made++)
+            if (!blk_new(&burst[made], size, rng + made, "burst"))
+                break;
+        for (unsigned i = 0; i < made; i++) {
+            blk_check(&burst[i], "burst");
+            free(burst[i].p);
+        }
+        if (made < n)
+            break;
+        if (round % 4 == 0) {
+            struct blk *b = &live[xt_rand(&rng) % LIVE];
+            if (!blk_check(b, "burst live"))
+                break;
+            free(b->p);
+            if (!blk_new(b, xt_rand_range(&rng, 8, 4096), rng, "burst live"))
+                break;
+        }
+        if (round % 8 == 0)
+            usleep((useconds_t)(xt_rand(&rng) % 300));
+    }
+    for (int i = 0; i < LIVE; i++) {
+        blk_check(&live[i], "burst live");
+        free(live[i].p);
+    }
+    return NULL;
+}
+
+static atomic_bool purge_stop;
+static void *purge_thread(void *unused)
+{
+    (void)unused;
+    size_t (*purge)(void) = (size_t (*)(void))dlsym(RTLD_DEFAULT, "xalloc_purge");
+    size_t calls = 0;
+    while (purge && !atomic_load(&purge_stop)) {
+        purge();
+        calls++;
+        usleep(100);
+    }
+    return (void *)calls;
+}
+
+START_TEST(test_idle_reclaim_race)
+{
+    start_run();
+    atomic_store(&purge_stop, false);
+    pthread_t w[4], p;
+    XT_ASSERT(pthread_create(&p, NULL, purge_thread, NULL) == 0, "pthread_create");
+    for (int i = 0; i < 4; i++)
+        XT_ASSERT(pthread_create(&w[i], NULL, burst_thread, (void *)(uintptr_t)(i + 1)) == 0,
+                  "pthread_create");
+    for (int i = 0; i < 4; i++)
+        pthread_join(w[i], NULL);
+    atomic_store(&purge_stop, true);
+    void *calls;
+    pthread_join(p, &calls);
+    end_run();
+    printf("idle reclaim race: %zu forced purges\n", (size_t)(uintptr_t)calls);
+}
+END_TEST
+
 static Suite *stress_suite(void)
 {
     Suite *s = suite_create("stress");
@@ -544,6 +628,7 @@ static Suite *stress_suite(void)
     tcase_add_test(tc, test_cross_thread_realloc);
     tcase_add_test(tc, test_realloc_chains);
     tcase_add_test(tc, test_producer_consumers);
+    tcase_add_test(tc, test_idle_reclaim_race);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -3,8 +3,9 @@
  * stacks a thread keeps of blocks it frees for others (bounded, handed
  * back in chains when the thread exits), and the adoption of an exited
  * thread's slab by the thread that frees into it, and the trim of free
- * big blocks. Each test runs in its own process (Check forks), so the
- * heap starts empty. */
+ * big blocks, and the purger's idle reclaim of a parked thread's empty
+ * slabs. Each test runs in its own process (Check forks), so the heap
+ * starts empty. */
 #include <check.h>
 
 #include "unit/unit_main.h"
@@ -12,6 +13,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "heap.h"
 #include "invariant.h"
@@ -227,6 +230,158 @@ START_TEST(trim_spares_pages_shared_with_neighbours)
 }
 END_TEST
 
+
+/* ---- idle reclaim ---- */
+
+enum { IR_SIZE = 1024, IR_N = 200 };
+
+struct idle_worker {
+    pthread_barrier_t parked, resume;
+    xa_heap *heap;
+    int extra_use;   /* one more malloc/free of the class after parking */
+    int failures;    /* content or invariant failures seen by the worker */
+    char msg[256];
+};
+
+static void fill_round(struct idle_worker *w, unsigned char seed)
+{
+    unsigned char *p[IR_N];
+    for (int i = 0; i < IR_N; i++) {
+        p[i] = xa_test_malloc(IR_SIZE);
+        if (!p[i]) {
+            w->failures++;
+            return;
+        }
+        memset(p[i], (unsigned char)(seed + i), IR_SIZE);
+    }
+    for (int i = 0; i < IR_N; i++) {
+        for (int k = 0; k < IR_SIZE; k++)
+            if (p[i][k] != (unsigned char)(seed + i))
+                w->failures++;
+        xa_test_free(p[i]);
+    }
+}
+
+static void *idle_worker_main(void *arg)
+{
+    struct idle_worker *w = arg;
+    fill_round(w, 1); /* the class's current slab: carved pages, no block out */
+    w->heap = xa_tls_heap;
+    pthread_barrier_wait(&w->parked);
+    pthread_barrier_wait(&w->resume); /* parked while the purger looks */
+    if (w->extra_use) {
+        xa_test_free(xa_test_malloc(IR_SIZE));
+        pthread_barrier_wait(&w->parked);
+        pthread_barrier_wait(&w->resume);
+    }
+    fill_round(w, 7); /* the reclaimed slab is carved again and works */
+    if (xa_invariant_check(w->msg, sizeof w->msg))
+        w->failures++;
+    return NULL;
+}
+
+static bool page_resident(const void *p)
+{
+    unsigned char v = 0;
+    void *page = (void *)((uintptr_t)p & ~(uintptr_t)4095);
+    ck_assert_int_eq(mincore(page, 4096, &v), 0);
+    return v & 1;
+}
+
+static void idle_worker_start(struct idle_worker *w, pthread_t *t, int extra_use)
+{
+    memset(w, 0, sizeof *w);
+    w->extra_use = extra_use;
+    pthread_barrier_init(&w->parked, NULL, 2);
+    pthread_barrier_init(&w->resume, NULL, 2);
+    ck_assert_int_eq(pthread_create(t, NULL, idle_worker_main, w), 0);
+    pthread_barrier_wait(&w->parked);
+}
+
+static void idle_worker_finish(struct idle_worker *w, pthread_t t)
+{
+    pthread_barrier_wait(&w->resume);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_msg(w->failures == 0, "worker: %d failures (%s)", w->failures, w->msg);
+}
+
+/* A parked thread's empty current slab loses its pages at the second look
+ * that finds the class idle, stays its current slab, and serves the
+ * thread again when it wakes (carved anew). */
+START_TEST(idle_thread_slab_pages_are_reclaimed_and_reused)
+{
+    unsigned cls = xa_size_class(IR_SIZE);
+    struct idle_worker w;
+    pthread_t t;
+    idle_worker_start(&w, &t, 0);
+    xa_heap *h = w.heap;
+    xa_slab *s = h->cur[cls];
+    ck_assert_uint_eq(s->kind, XA_RUN_SMALL);
+    ck_assert_uint_gt(s->capacity, 0);
+    ck_assert_uint_eq(xa_slab_used(s), 0);
+    ck_assert(page_resident(s->start));
+    uint64_t carved = (uint64_t)s->capacity * s->block_size;
+    uint64_t now = 1000000000000ull;
+    /* First look: the class moved since the heap was made (not idle). */
+    ck_assert_uint_ne(xa_heaps_reclaim_idle(now, false), UINT64_MAX);
+    ck_assert_uint_gt(s->capacity, 0);
+    /* Second look, nothing moved: the pages go. */
+    ck_assert_uint_ne(xa_heaps_reclaim_idle(now + 2000000000ull, false), UINT64_MAX);
+    ck_assert_uint_eq(s->capacity, 0);
+    ck_assert_ptr_eq(h->cur[cls], s);
+    ck_assert_uint_eq(h->reclaiming, 0);
+    ck_assert_uint_ge(h->reclaimed_bytes, carved);
+    ck_assert(!page_resident(s->start));
+    idle_worker_finish(&w, t);
+    assert_clean();
+}
+END_TEST
+
+/* A class used between two looks is not idle: its slab keeps its pages. */
+START_TEST(class_used_between_looks_is_not_reclaimed)
+{
+    unsigned cls = xa_size_class(IR_SIZE);
+    struct idle_worker w;
+    pthread_t t;
+    idle_worker_start(&w, &t, 1);
+    xa_slab *s = w.heap->cur[cls];
+    uint64_t now = 1000000000000ull;
+    xa_heaps_reclaim_idle(now, false);
+    xa_heaps_reclaim_idle(now + 2000000000ull, false); /* idle: reclaimed */
+    ck_assert_uint_eq(s->capacity, 0);
+    pthread_barrier_wait(&w.resume); /* the worker mallocs and frees once */
+    pthread_barrier_wait(&w.parked);
+    ck_assert_uint_gt(s->capacity, 0);
+    xa_heaps_reclaim_idle(now + 4000000000ull, false); /* moved since the last look */
+    ck_assert_uint_gt(s->capacity, 0);
+    ck_assert(page_resident(s->start));
+    idle_worker_finish(&w, t);
+}
+END_TEST
+
+/* malloc_trim's path takes every empty current slab at once, idle or not;
+ * slabs with a block out are left alone. */
+START_TEST(forced_reclaim_takes_empty_slabs_only)
+{
+    unsigned cls = xa_size_class(IR_SIZE);
+    void *live = xa_test_malloc(100); /* this thread's slab of 112 B keeps a block */
+    memset(live, 0x5a, 100);
+    xa_slab *mine = slab_of(live);
+    struct idle_worker w;
+    pthread_t t;
+    idle_worker_start(&w, &t, 0);
+    xa_slab *s = w.heap->cur[cls];
+    xa_heaps_reclaim_idle(0, true);
+    ck_assert_uint_eq(s->capacity, 0);
+    ck_assert_uint_gt(mine->capacity, 0);
+    for (int i = 0; i < 100; i++)
+        ck_assert_uint_eq(((unsigned char *)live)[i], 0x5a);
+    idle_worker_finish(&w, t);
+    xa_test_free(live);
+    assert_clean();
+}
+END_TEST
+
 static Suite *heap_suite(void)
 {
     Suite *s = suite_create("heap");
@@ -236,6 +391,9 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, full_foreign_stack_keeps_its_blocks_and_exit_returns_them);
     tcase_add_test(tc, abandoned_slab_is_adopted_by_a_freeing_thread);
     tcase_add_test(tc, trim_spares_pages_shared_with_neighbours);
+    tcase_add_test(tc, idle_thread_slab_pages_are_reclaimed_and_reused);
+    tcase_add_test(tc, class_used_between_looks_is_not_reclaimed);
+    tcase_add_test(tc, forced_reclaim_takes_empty_slabs_only);
     suite_add_tcase(s, tc);
     return s;
 }
