@@ -977,6 +977,7 @@ bool xa_heaps_decay_caches(uint64_t now)
  * is never taken from under it. */
 
 #define RECLAIM_BATCH 256
+_Static_assert(XA_NCLASSES <= 64, "reclaim_settled has a bit per class");
 #define RECLAIM_MIN_NS ((uint64_t)10000000u)           /* 10 ms */
 #define RECLAIM_MAX_NS ((uint64_t)1000000000u)         /* 1 s */
 #define RECLAIM_BACKOFF_NS ((uint64_t)30 * 1000000000u) /* 30 s */
@@ -1009,17 +1010,10 @@ static inline uint32_t class_moves(const xa_heap *h, unsigned cls)
                       __atomic_load_n(&h->nfree[cls], __ATOMIC_RELAXED));
 }
 
-/* s, read without the owner's cooperation, is a slab of h with carved
- * pages (empty or not: a candidate of a later look). */
-static bool slab_has_pages(const xa_heap *h, const xa_slab *s)
-{
-    return s->kind == XA_RUN_SMALL && __atomic_load_n(&s->heap, __ATOMIC_RELAXED) == h &&
-           __atomic_load_n(&s->capacity, __ATOMIC_RELAXED) != 0;
-}
-
-/* s has no block out (none pending in its remote list either), and its
- * chunk is not promoted to huge pages (a purge would split one; a dense
- * chunk is demoted when it empties, as for trim). */
+/* s (examined after the handshake) has no block out (none pending in its
+ * remote list either), and its chunk is not promoted to huge pages (a
+ * purge would split one; a dense chunk is demoted when it empties, as for
+ * trim). */
 static bool slab_reclaimable(const xa_slab *s)
 {
     return (__atomic_load_n(&s->used, __ATOMIC_ACQUIRE) & ~XA_USED_SLOW) == 0 &&
@@ -1045,9 +1039,16 @@ static size_t reclaim_slab(xa_slab *s)
 }
 
 /* One look at every heap. Pre: heaps_lock held. Sets *moved when some
- * class moved since the last look, *pending when some current slab has
- * pages (idle or not). Returns the bytes purged. */
-static size_t reclaim_pass(bool force, bool *moved, bool *pending)
+ * class moved since the last look, *pending when some heap has a current
+ * slab, *more when candidates were left for want of room in the batch.
+ * Returns the bytes purged.
+ * Before the handshake only cur[] itself is read, never the slab it points
+ * to: until then the owner may release the slab and its arena unmap the
+ * chunk that holds the descriptor. Once the sentinel has stayed in place
+ * through the barrier with the heap not busy, the slab is still the
+ * heap's (every owner path that releases a slab rewrites cur[] first) and
+ * is read and reset safely. */
+static size_t reclaim_pass(bool force, bool *moved, bool *pending, bool *more)
 {
     struct reclaim_candidate cand[RECLAIM_BATCH];
     unsigned n = 0;
@@ -1057,14 +1058,25 @@ static size_t reclaim_pass(bool force, bool *moved, bool *pending)
              cls++) {
             uint32_t m = class_moves(h, cls);
             bool idle = m == h->reclaim_seen[cls];
+            uint64_t bit = (uint64_t)1 << cls;
             h->reclaim_seen[cls] = m;
-            *moved |= !idle;
-            xa_slab *s = __atomic_load_n(&h->cur[cls], __ATOMIC_ACQUIRE);
-            if (!slab_has_pages(h, s))
+            if (!idle) {
+                *moved = true;
+                h->reclaim_settled &= ~bit;
+            }
+            xa_slab *s = __atomic_load_n(&h->cur[cls], __ATOMIC_RELAXED);
+            if (s == &xa_slab_empty || s == &xa_slab_reclaiming ||
+                (cls < XA_FOREIGN_CLASSES && s == &h->foreign[cls]))
                 continue;
             *pending = true;
-            if ((idle || force) && slab_reclaimable(s) && n < RECLAIM_BATCH)
-                cand[n++] = (struct reclaim_candidate){h, s, m, cls};
+            /* Looked at already, and nothing moved since: no handshake. */
+            if (!(idle || force) || ((h->reclaim_settled & bit) && !force))
+                continue;
+            if (n == RECLAIM_BATCH) {
+                *more = true; /* the next pass comes soon */
+                continue;
+            }
+            cand[n++] = (struct reclaim_candidate){h, s, m, cls};
         }
         if (n == first)
             continue;
@@ -1086,17 +1098,26 @@ static size_t reclaim_pass(bool force, bool *moved, bool *pending)
         xa_heap *h = cand[i].h;
         xa_slab *s = cand[i].s;
         unsigned cls = cand[i].cls;
-        /* A heap busy at the barrier: its owner may be popping from s. */
+        /* A heap busy at the barrier: its owner may be popping from s, or
+         * releasing it; s is not read, only put back if still replaced. */
         if (i == 0 || cand[i - 1].h != h)
             go = barrier && !__atomic_load_n(&h->busy, __ATOMIC_ACQUIRE);
-        if (s && __atomic_load_n(&h->cur[cls], __ATOMIC_ACQUIRE) == &xa_slab_reclaiming) {
+        if (s && !go) {
+            xa_slab *expect = &xa_slab_reclaiming;
+            __atomic_compare_exchange_n(&h->cur[cls], &expect, s, false, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED);
+        } else if (s && __atomic_load_n(&h->cur[cls], __ATOMIC_ACQUIRE) == &xa_slab_reclaiming) {
             /* Checked again now that the owner's stores are visible: a
              * malloc or free of the class since the look keeps the slab. */
-            if (go && slab_reclaimable(s) && class_moves(h, cls) == cand[i].moves &&
-                s->heap == h) {
-                size_t got = reclaim_slab(s);
-                __atomic_fetch_add(&h->reclaimed_bytes, got, __ATOMIC_RELAXED);
-                bytes += got;
+            if (s->kind == XA_RUN_SMALL && s->heap == h && class_moves(h, cls) == cand[i].moves) {
+                if (s->capacity && slab_reclaimable(s)) {
+                    size_t got = reclaim_slab(s);
+                    __atomic_fetch_add(&h->reclaimed_bytes, got, __ATOMIC_RELAXED);
+                    bytes += got;
+                }
+                /* Reclaimed, or holding blocks: nothing to do until the
+                 * class moves again. */
+                h->reclaim_settled |= (uint64_t)1 << cls;
             }
             __atomic_store_n(&h->cur[cls], s, __ATOMIC_RELEASE);
         }
@@ -1110,14 +1131,14 @@ uint64_t xa_heaps_reclaim_idle(uint64_t now, bool force)
 {
     if (!force && now < __atomic_load_n(&reclaim_next_ns, __ATOMIC_RELAXED))
         return __atomic_load_n(&reclaim_next_ns, __ATOMIC_RELAXED) - now;
-    bool moved = false, pending = false;
+    bool moved = false, pending = false, more = false;
     size_t bytes = 0;
     xa_lock_acquire(&heaps_lock);
     if (reclaim_barrier_ready()) {
         /* Disarmed before the look: a page carved after it wakes the
          * purger. (Left armed, so never waking it, without the barrier.) */
         __atomic_store_n(&reclaim_armed, false, __ATOMIC_SEQ_CST);
-        bytes = reclaim_pass(force, &moved, &pending);
+        bytes = reclaim_pass(force, &moved, &pending, &more);
     }
     xa_lock_release(&heaps_lock);
     if (!pending)
@@ -1133,6 +1154,8 @@ uint64_t xa_heaps_reclaim_idle(uint64_t now, bool force)
     uint64_t wait = moved || bytes ? base : reclaim_wait_ns * 2;
     if (wait < base)
         wait = base;
+    if (more)
+        wait = RECLAIM_MIN_NS;
     if (wait > RECLAIM_BACKOFF_NS)
         wait = RECLAIM_BACKOFF_NS;
     reclaim_wait_ns = wait;

@@ -89,6 +89,7 @@ typedef struct xa_heap {
      * (a class is idle when they did not move). */
     uint32_t reclaiming;
     uint32_t reclaim_seen[XA_NCLASSES];
+    uint64_t reclaim_settled;      /* classes looked at since they last moved (bit per class) */
     uint64_t reclaimed_bytes;      /* atomic: bytes of idle slabs purged (statistics) */
 } xa_heap;
 
@@ -235,11 +236,17 @@ XA_FAST_PATH void *xa_heap_malloc_small(xa_heap *h, size_t size)
     return xa_heap_malloc_class(h, xa_size_class(size));
 }
 
-/* True when p is at a block boundary of s (p inside the slab's units). */
+/* True when p is at a block boundary of s among the blocks carved so far
+ * (p inside the slab's units). One multiply gives both: the low half of
+ * rel * ceil(2^64 / size) is below the magic exactly at a boundary, and
+ * the high half is then the block's index. Blocks past the carved ones
+ * (never handed out, or in pages the purger took from an idle slab, where
+ * the free mark is gone) go to the slow path, which reports them. */
 XA_FAST_PATH bool xa_slab_is_block(const xa_slab *s, const void *p)
 {
     uint64_t rel = (uint32_t)((uintptr_t)p - (uintptr_t)s->start);
-    return rel * s->div_magic < s->div_magic;
+    unsigned __int128 m = (unsigned __int128)rel * s->div_magic;
+    return (uint64_t)m < s->div_magic && (uint32_t)(m >> 64) < s->capacity;
 }
 
 /* True when b's link field could be a free-list link of s: a block already

@@ -264,8 +264,7 @@ static XA_NOINLINE void free_slow(xa_chunk *c, void *p)
 static XA_NOINLINE void free_not_owned(xa_chunk *c, xa_slab *s, void *p)
 {
     xa_heap *h = xa_tls_heap;
-    if (xa_likely(s->kind == XA_RUN_SMALL && s->heap != h && xa_slab_is_block(s, p) &&
-                  (uintptr_t)p - (uintptr_t)s->start < (uintptr_t)s->capacity * s->block_size)) {
+    if (xa_likely(s->kind == XA_RUN_SMALL && s->heap != h && xa_slab_is_block(s, p))) {
         xa_heap_free_remote_fast(h, c, s, p);
         return;
     }
@@ -513,9 +512,7 @@ static void *realloc_impl(void *p, size_t size)
     if (xa_likely(xa_region_of(p) == XA_REGION_RUNS)) {
         /* Common case first: a small block that still fits its class. */
         xa_slab *s = xa_run_of(xa_chunk_of(p), p);
-        if (s->kind == XA_RUN_SMALL && xa_slab_is_block(s, p) &&
-            (uintptr_t)p - (uintptr_t)s->start < (uintptr_t)s->capacity * s->block_size &&
-            size <= s->block_size && size > s->block_size / 2 && !xa_block_marked_free(p))
+        if (s->kind == XA_RUN_SMALL && xa_slab_is_block(s, p) && size <= s->block_size && size > s->block_size / 2 && !xa_block_marked_free(p))
             return p;
     }
     xa_chunk *c = xa_chunkmap_lookup(p);

@@ -10,6 +10,7 @@
 
 #include "unit/unit_main.h"
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -382,6 +383,40 @@ START_TEST(forced_reclaim_takes_empty_slabs_only)
 }
 END_TEST
 
+/* A block freed before its slab's pages were purged has lost its free
+ * mark with them; a second free of it is still reported, whether the
+ * slab is untouched since or carved again up to an earlier page. */
+static unsigned char *reclaimed_block(void)
+{
+    enum { N = 8 }; /* 1 KiB blocks: two pages */
+    unsigned char *p[N];
+    for (int i = 0; i < N; i++)
+        ck_assert_ptr_nonnull(p[i] = xa_test_malloc(IR_SIZE));
+    for (int i = 0; i < N; i++)
+        xa_test_free(p[i]);
+    xa_slab *s = slab_of(p[N - 1]);
+    ck_assert_ptr_eq(slab_of(p[0]), s);
+    ck_assert_uint_ge(s->capacity, N);
+    xa_heaps_reclaim_idle(0, true); /* this thread's heap too: it is not in malloc */
+    ck_assert_uint_eq(s->capacity, 0);
+    return p[N - 1];
+}
+
+START_TEST(double_free_after_reclaim_is_reported)
+{
+    xa_test_free(reclaimed_block());
+}
+END_TEST
+
+START_TEST(double_free_past_recarved_pages_is_reported)
+{
+    unsigned char *late = reclaimed_block();
+    void *q = xa_test_malloc(IR_SIZE); /* carves the slab's first page again */
+    ck_assert_uint_lt(slab_of(q)->capacity * IR_SIZE, (uintptr_t)late - (uintptr_t)slab_of(late)->start + 1);
+    xa_test_free(late);
+}
+END_TEST
+
 static Suite *heap_suite(void)
 {
     Suite *s = suite_create("heap");
@@ -394,6 +429,8 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, idle_thread_slab_pages_are_reclaimed_and_reused);
     tcase_add_test(tc, class_used_between_looks_is_not_reclaimed);
     tcase_add_test(tc, forced_reclaim_takes_empty_slabs_only);
+    tcase_add_test_raise_signal(tc, double_free_after_reclaim_is_reported, SIGABRT);
+    tcase_add_test_raise_signal(tc, double_free_past_recarved_pages_is_reported, SIGABRT);
     suite_add_tcase(s, tc);
     return s;
 }
