@@ -155,7 +155,7 @@ static void free_run_detach(xa_arena *a, xa_slab *s)
 static void set_first_of(xa_chunk *c, unsigned first, unsigned units)
 {
     for (unsigned u = first; u < first + units; u++)
-        c->first_of[u] = (uint8_t)(first + 1);
+        c->first_of[u] = (uint8_t)first;
 }
 
 static void free_run_init(xa_arena *a, xa_chunk *c, unsigned first, unsigned units,
@@ -234,7 +234,7 @@ static xa_chunk *chunk_new(xa_arena *a)
     a->huge_chunks += c->huge_advised;
     c->slabs[0].kind = XA_RUN_HEADER;
     c->slabs[0].units = 1;
-    c->first_of[0] = 1; /* the header's own descriptor, slabs[0] */
+    c->first_of[0] = 0; /* the header's own descriptor, slabs[0] */
     if (!xa_chunkmap_set(c, XA_CHUNK_SIZE, c, xa_region_runs)) {
         xa_chunkmap_set(c, XA_CHUNK_SIZE, NULL, XA_REGION_NONE);
         xa_os_unmap(c, XA_CHUNK_SIZE);
@@ -336,7 +336,7 @@ static void run_free(xa_arena *a, xa_chunk *c, xa_slab *s)
     chunk_density_changed(a, c);
     uint64_t now = xa_os_now_ns();
     if (first > 1) {
-        xa_slab *left = &c->slabs[c->first_of[first - 1] - 1];
+        xa_slab *left = &c->slabs[c->first_of[first - 1]];
         if (left->kind == XA_RUN_FREE) {
             free_run_detach(a, left);
             units += left->units;

@@ -3,10 +3,11 @@
  * (which owns chunks) and heap (which owns slabs). No functions.
  *
  * A chunk is 2 MiB, 2 MiB-aligned: exactly one huge page. Unit 0 (64 KiB)
- * holds the header; units 1..31 are cut into runs. A run is either free,
- * a slab of one size class, or one large block. Its descriptor is
- * slabs[first unit]; first_of[u] gives the first unit of the run holding
- * unit u, so free() finds a block's slab with two loads.
+ * holds the header (its first page: the chunk's fields and the run
+ * descriptors); units 1..31 are cut into runs. A run is either free, a slab
+ * of one size class, or one large block. Its descriptor is slabs[first
+ * unit]; first_of[u] gives the first unit of the run holding unit u, so
+ * free() finds a block's slab with two loads.
  * A huge block is a chunk of its own (several 2 MiB regions) whose slabs[0]
  * has kind XA_RUN_HUGE. */
 #ifndef XA_CHUNK_H
@@ -122,29 +123,52 @@ static inline void xa_slab_set_in_full(struct xa_slab *s, unsigned v)
 #define XA_CHUNK_MAGIC 0x78616c6c6f63ULL /* "xalloc" */
 
 typedef struct xa_chunk {
-    uint64_t magic;
-    struct xa_arena *arena;
-    size_t map_size;          /* bytes mapped (2 MiB, or more for huge) */
-    /* Per unit: 1 + the index of the descriptor of the run holding it,
-     * that is the descriptor's offset from the chunk in 128-byte steps
-     * (slabs[] starts 128 bytes in), so xa_run_of is one shift and add. */
-    uint8_t first_of[XA_UNITS_PER_CHUNK];
-    uint32_t arena_key;       /* 1 + arena->index: the remote free's test, same line */
-    /* ---- written as runs come and go: off the line every free reads ---- */
-    uint32_t used_units;      /* units in runs that are not free */
-    uint8_t huge_advised;     /* advised MADV_HUGEPAGE */
-    uint64_t dense_bytes;     /* atomic: bytes of large blocks and carved slab blocks */
-    struct xa_chunk *next, *prev; /* arena's chunk list / huge list */
-    char *huge_ptr;           /* huge: the user pointer */
-    size_t huge_size;         /* huge: usable bytes from huge_ptr */
-    size_t huge_request;      /* huge: requested bytes */
-    uint64_t freed_ns;        /* huge cache: when it was freed */
-    /* Descriptors on 128-byte boundaries: the hot fields of two slabs in
-     * use by two threads never share a cache line. */
-    xa_slab slabs[XA_UNITS_PER_CHUNK] __attribute__((aligned(128)));
+    /* slabs[u] describes the run that starts at unit u, on 128-byte
+     * boundaries (the hot fields of two slabs in use by two threads never
+     * share a cache line). Unit 0 is the header, and its descriptor's 128
+     * bytes hold the chunk's own fields too, around the two it needs as a
+     * descriptor (kind: XA_RUN_HEADER, or XA_RUN_HUGE for a huge mapping;
+     * units: 1): the whole header is one page, where 33 slots of 128 bytes
+     * took two (a resident page per chunk, 0.13 MiB over 32 chunks). A
+     * free of a pointer in unit 0 reads slabs[0].heap, which is the arena
+     * pointer here and so never the freeing thread's heap: it goes to the
+     * slow path, which tests the kind. */
+    union {
+        xa_slab slabs[XA_UNITS_PER_CHUNK];
+        struct {
+            uint64_t magic;
+            uint32_t used_units;      /* units in runs that are not free */
+            uint8_t huge_advised;     /* advised MADV_HUGEPAGE */
+            uint8_t unit0_kind_;      /* slabs[0].kind: not a header field */
+            uint8_t pad0_;
+            uint8_t unit0_units_;     /* slabs[0].units: not a header field */
+            struct xa_arena *arena;   /* where slabs[0].heap is */
+            /* Per unit: the unit its run starts at, which is also the
+             * index of the run's descriptor, at 128 * index from the chunk,
+             * so xa_run_of is one shift and add. */
+            uint8_t first_of[XA_UNITS_PER_CHUNK];
+            uint32_t arena_key;       /* 1 + arena->index: the remote free's test, same line */
+            uint32_t pad1_;
+            /* ---- written as runs come and go: off the line every free reads ---- */
+            size_t map_size;          /* bytes mapped (2 MiB, or more for huge) */
+            uint64_t dense_bytes;     /* atomic: bytes of large blocks and carved slab blocks */
+            struct xa_chunk *next, *prev; /* arena's chunk list / huge list */
+            char *huge_ptr;           /* huge: the user pointer */
+            size_t huge_size;         /* huge: usable bytes from huge_ptr */
+            size_t huge_request;      /* huge: requested bytes */
+            uint64_t freed_ns;        /* huge cache: when it was freed */
+        };
+    };
 } xa_chunk;
 
-_Static_assert(sizeof(xa_chunk) <= XA_UNIT_SIZE, "chunk header must fit unit 0");
+_Static_assert(sizeof(xa_chunk) == XA_OS_PAGE && XA_OS_PAGE <= XA_UNIT_SIZE,
+               "the chunk header is one page of unit 0");
+_Static_assert(offsetof(xa_chunk, freed_ns) + 8 <= sizeof(xa_slab),
+               "the chunk's fields fit slabs[0]");
+_Static_assert(offsetof(xa_chunk, unit0_kind_) == offsetof(xa_slab, kind) &&
+                   offsetof(xa_chunk, unit0_units_) == offsetof(xa_slab, units) &&
+                   offsetof(xa_chunk, arena) == offsetof(xa_slab, heap),
+               "the chunk's fields leave slabs[0].kind and .units alone");
 _Static_assert(offsetof(xa_chunk, arena_key) + 4 <= 64,
                "what every free reads of the header is on its first line");
 
@@ -165,7 +189,7 @@ static inline xa_slab *xa_run_of(xa_chunk *c, const void *p)
     return (xa_slab *)((char *)c +
                        ((size_t)c->first_of[((uintptr_t)p - (uintptr_t)c) >> XA_UNIT_SHIFT] << 7));
 }
-_Static_assert(offsetof(xa_chunk, slabs) == sizeof(xa_slab) && sizeof(xa_slab) == 128,
-               "xa_run_of: descriptor i at 128 * (i + 1)");
+_Static_assert(offsetof(xa_chunk, slabs) == 0 && sizeof(xa_slab) == 128,
+               "xa_run_of: descriptor i at 128 * i");
 
 #endif /* XA_CHUNK_H */

@@ -82,7 +82,18 @@ static inline uint32_t foreign_limit_of(unsigned cls)
 
 static inline uint32_t foreign_limit(const xa_heap *h, unsigned cls)
 {
-    return h->foreign[cls].capacity;
+    return xa_heap_foreign(h, cls)->capacity;
+}
+
+/* Sets up class cls's foreign stack on the heap's first remote free of the
+ * class (see XA_HEAP_ALLOC_SIZE). */
+static XA_NOINLINE void foreign_init(xa_heap *h, xa_slab *f, unsigned cls)
+{
+    h->foreign_ready |= (uint64_t)1 << cls;
+    f->kind = XA_RUN_HEADER; /* never found by address */
+    f->cls = (uint8_t)cls;
+    f->block_size = xa_classes[cls].size;
+    f->capacity = foreign_limit_of(cls);
 }
 
 /* ---- class lists ---- */
@@ -368,11 +379,11 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
     drain_delayed(h);
     if ((++h->slow_count & 15) == 0)
         xa_heap_upkeep(h);
-    if (cls < XA_FOREIGN_CLASSES) {
+    if (cls < XA_FOREIGN_CLASSES && (h->foreign_ready & ((uint64_t)1 << cls))) {
         /* Blocks freed here by this thread but owned by others go first:
          * reusing them at once is what keeps memory from piling up in
          * slabs whose owner is busy elsewhere (or idle). */
-        xa_slab *f = &h->foreign[cls];
+        xa_slab *f = xa_heap_foreign(h, cls);
         if (__atomic_load_n(&h->cur[cls], __ATOMIC_RELAXED) == f)
             __atomic_store_n(&h->cur[cls], h->avail[cls] ? h->avail[cls] : &xa_slab_empty,
                              __ATOMIC_RELAXED);
@@ -611,7 +622,9 @@ static void push_remote(xa_slab *s, xa_block *b) { push_remote_chain(s, b, b); }
  * chain: one atomic per run of blocks of a slab, not one per block. */
 static void foreign_flush_class(xa_heap *h, unsigned cls)
 {
-    xa_slab *f = &h->foreign[cls];
+    if (!(h->foreign_ready & ((uint64_t)1 << cls)))
+        return; /* never set up: its page stays untouched */
+    xa_slab *f = xa_heap_foreign(h, cls);
     uintptr_t list = f->free;
     f->free = 0;
     f->reserved = f->used = 0; /* capacity (the limit) stays */
@@ -719,7 +732,9 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
     if (xa_unlikely(s->in_full & XA_SLAB_TRIM) && h != &xa_heap_empty)
         remote_trim(h, s, b);
     if (h != &xa_heap_empty && cls < XA_FOREIGN_CLASSES && h->keep_key) {
-        xa_slab *f = &h->foreign[cls];
+        xa_slab *f = xa_heap_foreign(h, cls);
+        if (xa_unlikely(!f->capacity))
+            foreign_init(h, f, cls);
         /* A full stack stays as it is, for this thread's next allocations
          * (handing it all back when it fills left the blocks waiting in
          * their owners' remote lists while this thread took new memory:
@@ -1004,10 +1019,14 @@ static bool reclaim_barrier_ready(void)
     return reclaim_barrier_ok;
 }
 
-static inline uint32_t class_moves(const xa_heap *h, unsigned cls)
+static inline uint16_t class_moves(const xa_heap *h, unsigned cls)
 {
-    return (uint32_t)(__atomic_load_n(&h->nmalloc[cls], __ATOMIC_RELAXED) +
-                      __atomic_load_n(&h->nfree[cls], __ATOMIC_RELAXED));
+    uint32_t m = (uint32_t)(__atomic_load_n(&h->nmalloc[cls], __ATOMIC_RELAXED) +
+                            __atomic_load_n(&h->nfree[cls], __ATOMIC_RELAXED));
+    /* Folded to 16 bits (the heap's fields fit one page): a busy class
+     * seen as idle by a collision only loses its empty slab's pages, the
+     * handshake keeps it safe. */
+    return (uint16_t)(m ^ (m >> 16));
 }
 
 /* s (examined after the handshake) has no block out (none pending in its
@@ -1056,7 +1075,7 @@ static size_t reclaim_pass(bool force, bool *moved, bool *pending, bool *more)
         unsigned first = n;
         for (unsigned cls = 0; cls < XA_NCLASSES && xa_classes[cls].size < XA_TRIM_MIN_BLOCK;
              cls++) {
-            uint32_t m = class_moves(h, cls);
+            uint16_t m = class_moves(h, cls);
             bool idle = m == h->reclaim_seen[cls];
             uint64_t bit = (uint64_t)1 << cls;
             h->reclaim_seen[cls] = m;
@@ -1066,7 +1085,7 @@ static size_t reclaim_pass(bool force, bool *moved, bool *pending, bool *more)
             }
             xa_slab *s = __atomic_load_n(&h->cur[cls], __ATOMIC_RELAXED);
             if (s == &xa_slab_empty || s == &xa_slab_reclaiming ||
-                (cls < XA_FOREIGN_CLASSES && s == &h->foreign[cls]))
+                (cls < XA_FOREIGN_CLASSES && s == xa_heap_foreign(h, cls)))
                 continue;
             *pending = true;
             /* Looked at already, and nothing moved since: no handshake. */
@@ -1182,20 +1201,18 @@ xa_heap *xa_heap_create(xa_arena *arena)
         heaps_free = h->next_all;
     xa_lock_release(&heaps_lock);
     if (!h) {
-        h = xa_meta_alloc(sizeof *h, XA_CACHELINE);
+        h = xa_meta_alloc(XA_HEAP_ALLOC_SIZE, XA_OS_PAGE);
         if (!h)
             return NULL;
     } else {
+        /* The foreign stacks were emptied when the last owner left; those
+         * it set up keep their (per-class constant) limits. */
+        uint64_t ready = h->foreign_ready;
         memset(h, 0, sizeof *h);
+        h->foreign_ready = ready;
     }
     for (unsigned c = 0; c < XA_NCLASSES; c++)
         h->cur[c] = &xa_slab_empty;
-    for (unsigned c = 0; c < XA_FOREIGN_CLASSES; c++) {
-        h->foreign[c].kind = XA_RUN_HEADER; /* never found by address */
-        h->foreign[c].cls = (uint8_t)c;
-        h->foreign[c].block_size = xa_classes[c].size;
-        h->foreign[c].capacity = foreign_limit_of(c);
-    }
     h->arena = arena;
     h->tid = (int)xa_os_gettid();
     h->no_keep = !xa_opt.tcache;

@@ -53,10 +53,6 @@ typedef struct xa_heap {
     uint64_t huge_cached_bytes;    /* atomic: bytes of huge mappings parked in the slots */
     uint64_t last_trim_ns;         /* last purge of big free blocks */
     uint64_t park_noticed_ns;      /* coarse clock when a parked block last woke the purger */
-    /* Blocks of other threads' slabs freed by this thread, reused by its
-     * next allocations of the class (a pseudo-slab that becomes cur[] when
-     * the real slabs run dry). reserved counts pushes, used pops. */
-    xa_slab foreign[XA_FOREIGN_CLASSES];
     /* One empty slab per big class (blocks of XA_TRIM_MIN_BLOCK and up),
      * parked when it empties instead of going back to the arena: a thread
      * whose set of big blocks breathes takes it again without the arena
@@ -88,10 +84,32 @@ typedef struct xa_heap {
      * for 0. reclaim_seen: low bits of nmalloc[] at the purger's last look
      * (a class is idle when they did not move). */
     uint32_t reclaiming;
-    uint32_t reclaim_seen[XA_NCLASSES];
+    uint16_t reclaim_seen[XA_NCLASSES];
     uint64_t reclaim_settled;      /* classes looked at since they last moved (bit per class) */
     uint64_t reclaimed_bytes;      /* atomic: bytes of idle slabs purged (statistics) */
+    /* Bit per class whose foreign stack is set up: the owner's slow paths
+     * test it before reading the stack, whose page a read would make
+     * resident (some kernels back even a read fault with a new page). */
+    uint64_t foreign_ready;
 } xa_heap;
+
+_Static_assert(sizeof(xa_heap) <= XA_OS_PAGE, "a heap's fields fit one page");
+
+/* A thread heap's memory: its page of fields, then its foreign stacks:
+ * blocks of other threads' slabs freed by this thread, reused by its next
+ * allocations of the class (a pseudo-slab per class that becomes cur[]
+ * when the real slabs run dry; reserved counts pushes, used pops). Each is
+ * set up on the heap's first remote free of the class (capacity 0 until
+ * then sends that free to the slow path; foreign_ready says which are).
+ * On pages of their own: a thread that never frees another's blocks never
+ * touches them, so a heap costs one resident page, not three (a service
+ * of 32 such threads: 0.15 MiB). The empty heap has none (keep_key 0). */
+#define XA_HEAP_ALLOC_SIZE (XA_OS_PAGE + XA_FOREIGN_CLASSES * sizeof(xa_slab))
+
+static inline xa_slab *xa_heap_foreign(const xa_heap *h, unsigned cls)
+{
+    return (xa_slab *)((uintptr_t)h + XA_OS_PAGE) + cls;
+}
 
 /* The heap layer reaches the layers above it only through these hooks,
  * which init.c sets before the first heap exists. */
@@ -366,7 +384,7 @@ XA_FAST_PATH void xa_heap_free_remote_fast(xa_heap *h, xa_chunk *c, xa_slab *s, 
     if (xa_likely(c->arena_key == h->keep_key && cls < XA_FOREIGN_CLASSES &&
                   !(s->in_full & (XA_SLAB_TRIM | XA_SLAB_ABANDONED)) &&
                   !xa_block_marked_free(b))) {
-        xa_slab *f = &h->foreign[cls];
+        xa_slab *f = xa_heap_foreign(h, cls);
         if (xa_likely(f->reserved - f->used < f->capacity)) {
             b->mark = xa_free_mark_of(b);
             xa_heap_foreign_push(f, b);

@@ -105,7 +105,7 @@ void *xa_huge_alloc(xa_arena *a, size_t size, size_t align, bool zero)
         c->slabs[0].kind = XA_RUN_HUGE;
         c->slabs[0].units = 1;
         /* Every unit of the first 2 MiB leads to slabs[0] (xa_run_of). */
-        memset(c->first_of, 1, sizeof c->first_of);
+        memset(c->first_of, 0, sizeof c->first_of);
         if (!xa_chunkmap_set(c, map_size, c, XA_REGION_HUGE)) {
             xa_chunkmap_set(c, map_size, NULL, XA_REGION_NONE);
             xa_os_unmap(c, map_size);

@@ -111,8 +111,8 @@ static void check_chunk(struct ctx *x, xa_arena *a, xa_chunk *c, uint64_t *free_
             return;
         }
         for (unsigned k = u; k < u + s->units; k++)
-            if (c->first_of[k] != u + 1)
-                bad(x, "chunk %p: first_of[%u] = %u, want %u", (void *)c, k, c->first_of[k], u + 1);
+            if (c->first_of[k] != u)
+                bad(x, "chunk %p: first_of[%u] = %u, want %u", (void *)c, k, c->first_of[k], u);
         switch (s->kind) {
         case XA_RUN_FREE:
             if (prev_free)
@@ -233,7 +233,7 @@ static void check_heap(struct ctx *x, xa_heap *h)
         if (cur == &xa_slab_reclaiming) /* the purger looks at it: the head is current */
             cur = h->avail[cls];
         if (cur != &xa_slab_empty && cur != h->avail[cls] &&
-            !(cls < XA_FOREIGN_CLASSES && cur == &h->foreign[cls]))
+            !(cls < XA_FOREIGN_CLASSES && cur == xa_heap_foreign(h, cls)))
             bad(x, "heap: cur[%u] is neither the list head nor the foreign stack", cls);
         xa_slab *prev = NULL;
         for (xa_slab *s = h->avail[cls]; s; prev = s, s = s->next) {
@@ -256,7 +256,9 @@ static void check_heap(struct ctx *x, xa_heap *h)
         check_slab(x, xa_chunk_of(s), s, true);
     }
     for (unsigned cls = 0; cls < XA_FOREIGN_CLASSES; cls++) {
-        const xa_slab *f = &h->foreign[cls];
+        if (!(h->foreign_ready & ((uint64_t)1 << cls)))
+            continue; /* never set up (and not read: see xa_heap.foreign) */
+        const xa_slab *f = xa_heap_foreign(h, cls);
         uint32_t n = 0;
         for (uintptr_t p = f->free; p && n <= f->reserved; p = dec(((xa_block *)p)->next), n++) {
             xa_chunk *c = xa_chunkmap_lookup((void *)p);

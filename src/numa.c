@@ -157,18 +157,25 @@ static void node_path(char *buf, size_t len, const char *sysroot, int node, cons
 
 void xa_numa_topo_reset(xa_numa_topo *t)
 {
-    __builtin_memset(t, 0, sizeof *t);
+    __builtin_memset(t, 0, offsetof(xa_numa_topo, cpu_online)); /* ncpus 0 */
     t->nonline = 1;
     t->online_node[0] = 0;
     t->dist[0][0] = LOCAL_DISTANCE;
-    for (unsigned i = 0; i < XA_NUMA_MAX_CPUS; i++)
-        t->cpu_online[i] = -1;
     for (unsigned i = 0; i < NODE_LONGS; i++)
         t->allowed[i] = ~0UL;
     t->nallowed = 1;
     t->nslots = 1;
-    for (unsigned i = 0; i < XA_NUMA_MAX_CPUS; i++)
-        t->cpu_slot[i] = -1;
+}
+
+/* Records that cpu belongs to online node index i, growing the CPU
+ * entries in use up to it. */
+static void set_cpu_online(xa_numa_topo *t, unsigned cpu, int i)
+{
+    for (; (unsigned)t->ncpus <= cpu; t->ncpus++) {
+        t->cpu_online[t->ncpus] = -1;
+        t->cpu_slot[t->ncpus] = -1;
+    }
+    t->cpu_online[cpu] = (int16_t)i;
 }
 
 int xa_numa_topo_read_online(xa_numa_topo *t, const char *sysroot)
@@ -210,7 +217,7 @@ int xa_numa_topo_read(xa_numa_topo *t, const char *sysroot)
             t->has_cpus[i] = true;
             for (unsigned c = 0; c < XA_NUMA_MAX_CPUS; c++)
                 if (mask_test(cpus, c))
-                    t->cpu_online[c] = (int16_t)i;
+                    set_cpu_online(t, c, i);
         }
         /* "10 21 21 21": one distance per node id in the online list. */
         node_path(path, sizeof path, sysroot, id, "distance");
@@ -342,14 +349,17 @@ void xa_numa_topo_finish(xa_numa_topo *t)
                 best = s;
         t->online_slot[i] = (int16_t)best;
     }
-    for (unsigned c = 0; c < XA_NUMA_MAX_CPUS; c++)
+    for (int c = 0; c < t->ncpus; c++)
         t->cpu_slot[c] = t->cpu_online[c] < 0 ? -1 : t->online_slot[t->cpu_online[c]];
 }
 
 void xa_numa_install(const xa_numa_topo *t, int mode)
 {
-    if (t != &topo)
-        __builtin_memcpy(&topo, t, sizeof topo);
+    if (t != &topo) {
+        __builtin_memcpy(&topo, t, offsetof(xa_numa_topo, cpu_online));
+        __builtin_memcpy(topo.cpu_online, t->cpu_online, (size_t)t->ncpus * sizeof t->cpu_online[0]);
+        __builtin_memcpy(topo.cpu_slot, t->cpu_slot, (size_t)t->ncpus * sizeof t->cpu_slot[0]);
+    }
     numa_mode = mode;
     for (int s = 0; s < topo.nslots; s++)
         bind_node[s] = topo.online_node[topo.slot_online[s]];
@@ -559,7 +569,7 @@ __attribute__((constructor)) static void numa_ctor(void)
 
 int xa_numa_slot_of_cpu(int cpu)
 {
-    if (cpu < 0 || cpu >= XA_NUMA_MAX_CPUS)
+    if (cpu < 0 || cpu >= topo.ncpus)
         return -1;
     return topo.cpu_slot[cpu];
 }

@@ -126,7 +126,6 @@ typedef struct xa_numa_topo {
     bool has_cpus[XA_NUMA_MAX_NODES];             /* by online index */
     bool absent[XA_NUMA_MAX_NODES];               /* node dir missing */
     uint8_t dist[XA_NUMA_MAX_NODES][XA_NUMA_MAX_NODES]; /* by online index */
-    int16_t cpu_online[XA_NUMA_MAX_CPUS];         /* cpu -> online index */
     /* the process */
     unsigned long allowed[XA_NUMA_LONGS(XA_NUMA_MAX_NODE_ID)]; /* node ids */
     int nallowed;
@@ -134,6 +133,11 @@ typedef struct xa_numa_topo {
     int nslots;
     int16_t slot_online[XA_NUMA_MAX_NODES]; /* slot -> online index */
     int16_t online_slot[XA_NUMA_MAX_NODES]; /* online index -> its slot */
+    /* Per CPU, last: entries from ncpus on (1 + the highest CPU id listed)
+     * are never read or written, so the pages of 8192 CPUs' entries stay
+     * untouched on a machine with a few. */
+    int ncpus;
+    int16_t cpu_online[XA_NUMA_MAX_CPUS];   /* cpu -> online index, -1 none */
     int16_t cpu_slot[XA_NUMA_MAX_CPUS];     /* cpu -> slot, -1 unknown */
 } xa_numa_topo;
 

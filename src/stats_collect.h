@@ -6,8 +6,10 @@
 
 #include "xalloc_stats.h"
 
-/* Fills *out with the current process's statistics. Takes the heap-list
- * lock and each arena lock in turn; never call it holding one. */
+/* Fills *out with the current process's statistics. Arena entries past
+ * arenas_count are not written: a buffer of unknown contents is zeroed by
+ * the caller. Takes the heap-list lock and each arena lock in turn; never
+ * call it holding one. */
 void xa_stats_collect(struct xalloc_stats *out);
 void xa_stats_collect_fork_prepare(void);
 void xa_stats_collect_fork_parent(void);

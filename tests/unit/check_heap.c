@@ -118,12 +118,20 @@ static void *free_them_all(void *arg)
     ck_assert_ptr_nonnull(own);
     xa_heap *h = xa_tls_heap;
     unsigned cls = xa_size_class(BLOCK_SIZE);
-    xa_slab *f = &h->foreign[cls];
-    uint32_t limit = f->capacity;
-    ck_assert_uint_lt(limit, BLOCKS);
-    uint32_t most = 0;
+    xa_slab *f = xa_heap_foreign(h, cls);
+    uint64_t bit = (uint64_t)1 << cls;
+    /* Set up by the first remote free of the class, not before: a thread
+     * that frees only its own blocks never touches the stack's page. */
+    ck_assert(!(h->foreign_ready & bit));
+    uint32_t limit = 0, most = 0;
     for (int i = 0; i < BLOCKS; i++) {
         xa_test_free(blocks[i]);
+        if (i == 0) {
+            ck_assert(h->foreign_ready & bit);
+            limit = f->capacity;
+            ck_assert_uint_gt(limit, 0);
+            ck_assert_uint_lt(limit, BLOCKS);
+        }
         uint32_t kept = f->reserved - f->used;
         ck_assert_uint_le(kept, limit);
         if (kept > most)
