@@ -361,6 +361,40 @@ void xa_heap_upkeep(xa_heap *h)
 
 static void heap_move(xa_heap *h, int slot);
 
+/* Bytes a class may take from the class of twice its size before it gets
+ * a slab of its own. */
+#define BORROW_BYTES 1024u
+
+/* A class this thread has not allocated from yet takes its first blocks
+ * (up to BORROW_BYTES in all) from the class of twice its size, when that
+ * one has a carved block at hand: a slab of its own costs a page for what
+ * may stay a handful of blocks, and a small service's threads each hold
+ * such a page per rarely used class (32 threads: 128 KiB a class). Twice
+ * the size, not more: a block kept long pins its lender's page, and the
+ * class next but one up is often one the thread uses only in bursts,
+ * whose empty slab the purger would otherwise take back. Twice the size
+ * also keeps any alignment the class gave: aligned_alloc picks a class
+ * whose size is a multiple of the alignment, and blocks of a class sit at
+ * multiples of their size from a 64 KiB boundary. The block is the
+ * lender's in every way (counts, free, usable size). Pre: owner, busy
+ * set; returns NULL when the class should have its own slab. */
+static void *borrow(xa_heap *h, unsigned cls)
+{
+    uint32_t size = xa_classes[cls].size;
+    if (h->nmalloc[cls] || size > BORROW_BYTES || h->borrowed[cls] >= BORROW_BYTES / size)
+        return NULL;
+    unsigned lend = xa_size_class(2 * (size_t)size);
+    if (xa_classes[lend].size != 2 * size)
+        return NULL;
+    /* A free block in the lender's current slab (or its foreign stack); an
+     * empty slab or the reclaim sentinel has none. Never a new page. */
+    const xa_slab *s = __atomic_load_n(&h->cur[lend], __ATOMIC_RELAXED);
+    if (!s->free)
+        return NULL;
+    h->borrowed[cls]++;
+    return xa_heap_malloc_class(h, lend);
+}
+
 static void *malloc_slow(xa_heap *h, unsigned cls)
 {
     if (h == &xa_heap_empty) {
@@ -414,6 +448,11 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
     if (!s)
         s = xa_arena_slab_adopt(h->arena, cls, h);
     if (!s) {
+        /* Before a new slab (an exited thread's slab is memory in use,
+         * taken first). */
+        void *lent = borrow(h, cls);
+        if (lent)
+            return lent;
         s = xa_arena_slab_new(h->arena, cls, h);
         if (!s)
             return NULL;

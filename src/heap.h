@@ -91,6 +91,9 @@ typedef struct xa_heap {
      * test it before reading the stack, whose page a read would make
      * resident (some kernels back even a read fault with a new page). */
     uint64_t foreign_ready;
+    /* Blocks each class took from the class of twice its size before it
+     * had a slab of its own (see borrow() in heap.c). */
+    uint8_t borrowed[XA_NCLASSES];
 } xa_heap;
 
 _Static_assert(sizeof(xa_heap) <= XA_OS_PAGE, "a heap's fields fit one page");

@@ -4,7 +4,8 @@
  * back in chains when the thread exits), and the adoption of an exited
  * thread's slab by the thread that frees into it, and the trim of free
  * big blocks, and the purger's idle reclaim of a parked thread's empty
- * slabs. Each test runs in its own process (Check forks), so the heap
+ * slabs, and a rarely used class borrowing blocks from the class of twice
+ * its size. Each test runs in its own process (Check forks), so the heap
  * starts empty. */
 #include <check.h>
 
@@ -88,6 +89,58 @@ START_TEST(emptied_big_slab_is_parked_reused_and_decayed)
     ck_assert_uint_eq(h->spare_count, 0);
     ck_assert_uint_ne(third->kind, XA_RUN_SMALL);
     xa_test_free(q);
+    assert_clean();
+}
+END_TEST
+
+void *xa_test_aligned_alloc(size_t align, size_t size);
+
+START_TEST(rare_class_borrows_from_twice_its_size)
+{
+    xa_heap *h;
+    /* No block of the 160-byte class at hand: an 80-byte block comes from
+     * a slab of its own class at once. */
+    void *own = xa_test_malloc(80);
+    ck_assert_uint_eq(slab_of(own)->cls, xa_size_class(80));
+    h = xa_tls_heap;
+    ck_assert_uint_eq(h->borrowed[xa_size_class(80)], 0);
+
+    /* The 96-byte class has a page carved: the 48-byte class's first
+     * 1 KiB of blocks come from it, and stay its blocks in every way. */
+    unsigned small = xa_size_class(48), lend = xa_size_class(96);
+    ck_assert_uint_eq(xa_classes[lend].size, 2 * xa_classes[small].size);
+    void *lender = xa_test_malloc(96);
+    enum { LIMIT = 1024 / 48 };
+    void *p[LIMIT + 1];
+    for (int i = 0; i < LIMIT; i++) {
+        ck_assert_ptr_nonnull(p[i] = xa_test_malloc(48));
+        ck_assert_uint_eq(slab_of(p[i])->cls, lend);
+        ck_assert_ptr_eq(slab_of(p[i]), slab_of(lender));
+        memset(p[i], 0xab, 48);
+    }
+    ck_assert_uint_eq(h->borrowed[small], LIMIT);
+    ck_assert_uint_eq(h->nmalloc[small], 0);
+    assert_clean();
+    /* Past 1 KiB the class gets its own slab, and borrows no more. */
+    ck_assert_ptr_nonnull(p[LIMIT] = xa_test_malloc(48));
+    ck_assert_uint_eq(slab_of(p[LIMIT])->cls, small);
+    for (int i = 0; i <= LIMIT; i++)
+        xa_test_free(p[i]);
+    void *again = xa_test_malloc(48);
+    ck_assert_uint_eq(slab_of(again)->cls, small);
+    xa_test_free(again);
+    assert_clean();
+
+    /* Alignment holds: a 64-aligned 64-byte block borrowed from the
+     * 128-byte class is 64-aligned. */
+    void *big = xa_test_malloc(128);
+    void *a = xa_test_aligned_alloc(64, 64);
+    ck_assert_uint_eq(slab_of(a)->cls, xa_size_class(128));
+    ck_assert_uint_eq((uintptr_t)a % 64, 0);
+    xa_test_free(a);
+    xa_test_free(big);
+    xa_test_free(lender);
+    xa_test_free(own);
     assert_clean();
 }
 END_TEST
@@ -431,6 +484,7 @@ static Suite *heap_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, emptied_big_slab_is_parked_reused_and_decayed);
     tcase_add_test(tc, small_class_keeps_no_spare);
+    tcase_add_test(tc, rare_class_borrows_from_twice_its_size);
     tcase_add_test(tc, full_foreign_stack_keeps_its_blocks_and_exit_returns_them);
     tcase_add_test(tc, abandoned_slab_is_adopted_by_a_freeing_thread);
     tcase_add_test(tc, trim_spares_pages_shared_with_neighbours);
