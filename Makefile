@@ -71,6 +71,14 @@ all: lib tools-all
 
 lib: $(LIB) $(BUILD)/libxalloc.so
 
+# Code that runs once or on request (option parsing, NUMA discovery, the
+# statistics file and reports, messages): optimised for size, last on the
+# command line like the flags above. The kernel maps a library's file pages
+# around each page in use into every process, so the size of the library
+# is resident memory of every small service (stats_report.o: 32 -> 15 KiB).
+COLD_SRCS := config numa stats stats_report os_file os_stats util invariant
+$(patsubst %,$(BUILD)/obj/%.o,$(COLD_SRCS)): LIB_FORCE_CFLAGS += -Os
+
 $(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h src/*.def include/*.h) | $(BUILD)/obj
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(LIB_CFLAGS) $(CFLAGS) $(LIB_FORCE_CFLAGS) -c $< -o $@
