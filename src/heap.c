@@ -413,7 +413,7 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
     drain_delayed(h);
     if ((++h->slow_count & 15) == 0)
         xa_heap_upkeep(h);
-    if (cls < XA_FOREIGN_CLASSES && (h->foreign_ready & ((uint64_t)1 << cls))) {
+    if (cls < XA_FOREIGN_CLASSES && xa_heap_foreign_ready(h, cls)) {
         /* Blocks freed here by this thread but owned by others go first:
          * reusing them at once is what keeps memory from piling up in
          * slabs whose owner is busy elsewhere (or idle). */
@@ -661,7 +661,7 @@ static void push_remote(xa_slab *s, xa_block *b) { push_remote_chain(s, b, b); }
  * chain: one atomic per run of blocks of a slab, not one per block. */
 static void foreign_flush_class(xa_heap *h, unsigned cls)
 {
-    if (!(h->foreign_ready & ((uint64_t)1 << cls)))
+    if (!xa_heap_foreign_ready(h, cls))
         return; /* never set up: its page stays untouched */
     xa_slab *f = xa_heap_foreign(h, cls);
     uintptr_t list = f->free;
@@ -772,7 +772,7 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
         remote_trim(h, s, b);
     if (h != &xa_heap_empty && cls < XA_FOREIGN_CLASSES && h->keep_key) {
         xa_slab *f = xa_heap_foreign(h, cls);
-        if (xa_unlikely(!f->capacity))
+        if (xa_unlikely(!xa_heap_foreign_ready(h, cls)))
             foreign_init(h, f, cls);
         /* A full stack stays as it is, for this thread's next allocations
          * (handing it all back when it fills left the blocks waiting in

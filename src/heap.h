@@ -114,6 +114,13 @@ static inline xa_slab *xa_heap_foreign(const xa_heap *h, unsigned cls)
     return (xa_slab *)((uintptr_t)h + XA_OS_PAGE) + cls;
 }
 
+/* Class cls's foreign stack is set up: the test that reads no page of the
+ * stacks (slow paths; the fast path tests the stack's capacity). */
+static inline bool xa_heap_foreign_ready(const xa_heap *h, unsigned cls)
+{
+    return (h->foreign_ready >> cls) & 1;
+}
+
 /* The heap layer reaches the layers above it only through these hooks,
  * which init.c sets before the first heap exists. */
 struct xa_heap_hooks {

@@ -256,8 +256,8 @@ static void check_heap(struct ctx *x, xa_heap *h)
         check_slab(x, xa_chunk_of(s), s, true);
     }
     for (unsigned cls = 0; cls < XA_FOREIGN_CLASSES; cls++) {
-        if (!(h->foreign_ready & ((uint64_t)1 << cls)))
-            continue; /* never set up (and not read: see xa_heap.foreign) */
+        if (!xa_heap_foreign_ready(h, cls))
+            continue; /* never set up (and not read: see XA_HEAP_ALLOC_SIZE) */
         const xa_slab *f = xa_heap_foreign(h, cls);
         uint32_t n = 0;
         for (uintptr_t p = f->free; p && n <= f->reserved; p = dec(((xa_block *)p)->next), n++) {
