@@ -395,6 +395,16 @@ static void *borrow(xa_heap *h, unsigned cls)
     return xa_heap_malloc_class(h, lend);
 }
 
+/* s (in the class list, with free blocks) becomes current and serves. */
+static void *take_slab(xa_heap *h, xa_slab *s)
+{
+    if (s != h->avail[s->cls]) {
+        avail_remove(h, s);
+        avail_push_front(h, s);
+    }
+    return xa_heap_malloc_small(h, xa_classes[s->cls].size);
+}
+
 static void *malloc_slow(xa_heap *h, unsigned cls)
 {
     if (h == &xa_heap_empty) {
@@ -427,22 +437,28 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
             return xa_heap_malloc_small(h, xa_classes[cls].size);
         }
     }
+    /* Blocks already freed in any of the class's slabs come before a new
+     * page of one: carving on while another slab has holes leaves those
+     * holes resident and unused until the carving slab is used up (with
+     * two slabs of a class, up to a slab of holes per thread and class). */
+    xa_slab *carvable = NULL;
     for (xa_slab *s = h->avail[cls]; s;) {
         xa_slab *next = s->next;
         if (!s->free)
             xa_slab_collect(s);
-        if (!s->free && s->capacity < s->reserved)
-            extend(s);
-        if (s->free) {
-            if (s != h->avail[cls]) {
-                avail_remove(h, s);
-                avail_push_front(h, s);
-            }
-            return xa_heap_malloc_small(h, xa_classes[cls].size);
-        }
-        if (!to_full(h, s))
+        if (s->free)
+            return take_slab(h, s);
+        if (s->capacity < s->reserved) {
+            if (!carvable)
+                carvable = s;
+        } else if (!to_full(h, s)) {
             continue; /* remote frees arrived: collect them on the next turn */
+        }
         s = next;
+    }
+    if (carvable) {
+        extend(carvable);
+        return take_slab(h, carvable);
     }
     xa_slab *s = spare_take(h, cls);
     if (!s)

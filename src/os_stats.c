@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-int xa_os_stats_thread_start(void *(*fn)(void *), void *arg, const char *name)
+int xa_os_stats_thread_start(void *(*fn)(void *), void *arg)
 {
     if (XA_FAULT_POINT(THREAD))
         return EAGAIN;
@@ -42,8 +42,6 @@ int xa_os_stats_thread_start(void *(*fn)(void *), void *arg, const char *name)
     if (rc == 0)
         rc = pthread_create(&tid, &attr, fn, arg);
     pthread_attr_destroy(&attr);
-    if (rc == 0 && name)
-        (void)pthread_setname_np(tid, name);
     errno = saved;
     return rc;
 }

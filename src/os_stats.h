@@ -10,9 +10,10 @@
 #include <stdint.h>
 
 /* Starts a detached thread running fn(arg) with every signal blocked (so
- * it never runs a signal handler of the program) and named name (<= 15
- * characters) in /proc/PID/task/TID/comm. */
-int xa_os_stats_thread_start(void *(*fn)(void *), void *arg, const char *name);
+ * it never runs a signal handler of the program). The thread names itself
+ * (xa_os_set_thread_name): naming it from outside goes through libc's
+ * printf engine, and that costs every process some 100 KiB of libc pages. */
+int xa_os_stats_thread_start(void *(*fn)(void *), void *arg);
 
 /* Sleeps while *word == expected, for at most timeout_ns, on a futex that
  * works across processes (the word lies in a MAP_SHARED file mapping).

@@ -145,6 +145,56 @@ START_TEST(rare_class_borrows_from_twice_its_size)
 }
 END_TEST
 
+START_TEST(holes_are_used_before_a_new_page_is_carved)
+{
+    /* A class with two slabs: blocks freed in the first (full) one are
+     * handed out again before the current one carves another page, so a
+     * thread's holes do not stay resident beside fresh pages. */
+    unsigned cls = xa_size_class(320);
+    uint32_t per = xa_classes[cls].blocks;
+    enum { MAX = 1024 };
+    ck_assert_uint_lt(per + 2, MAX);
+    static void *p[MAX];
+    unsigned n = per + 2;
+    for (unsigned i = 0; i < n; i++)
+        ck_assert_ptr_nonnull(p[i] = xa_test_malloc(320));
+    xa_slab *first = slab_of(p[0]), *second = slab_of(p[n - 1]);
+    ck_assert_ptr_ne(first, second);
+    ck_assert_uint_eq(xa_slab_used(first), per);
+    unsigned holes = 0;
+    for (unsigned i = 0; i < n; i += 3)
+        if (slab_of(p[i]) == first) {
+            xa_test_free(p[i]);
+            p[i] = NULL;
+            holes++;
+        }
+    ck_assert_uint_gt(holes, 10);
+    /* The second slab's carved page first (the fast path), then every
+     * hole, and still no new page. */
+    uint32_t carved = second->capacity;
+    unsigned take = holes + (carved - xa_slab_used(second));
+    static void *q[MAX];
+    for (unsigned i = 0; i < take; i++) {
+        ck_assert_ptr_nonnull(q[i] = xa_test_malloc(320));
+        memset(q[i], 0x5a, 320);
+    }
+    ck_assert_uint_eq(second->capacity, carved);
+    ck_assert_uint_eq(xa_slab_used(first), per);
+    ck_assert_uint_eq(xa_slab_used(second), carved);
+    /* Now a page is carved. */
+    void *more = xa_test_malloc(320);
+    ck_assert_ptr_eq(slab_of(more), second);
+    ck_assert_uint_gt(second->capacity, carved);
+    xa_test_free(more);
+    for (unsigned i = 0; i < take; i++)
+        xa_test_free(q[i]);
+    for (unsigned i = 0; i < n; i++)
+        if (p[i])
+            xa_test_free(p[i]);
+    assert_clean();
+}
+END_TEST
+
 START_TEST(small_class_keeps_no_spare)
 {
     /* 64-byte slabs empty and go back at once: the footprint of threads
@@ -485,6 +535,7 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, emptied_big_slab_is_parked_reused_and_decayed);
     tcase_add_test(tc, small_class_keeps_no_spare);
     tcase_add_test(tc, rare_class_borrows_from_twice_its_size);
+    tcase_add_test(tc, holes_are_used_before_a_new_page_is_carved);
     tcase_add_test(tc, full_foreign_stack_keeps_its_blocks_and_exit_returns_them);
     tcase_add_test(tc, abandoned_slab_is_adopted_by_a_freeing_thread);
     tcase_add_test(tc, trim_spares_pages_shared_with_neighbours);
