@@ -230,7 +230,8 @@ static xa_chunk *chunk_new(xa_arena *a)
     c->magic = XA_CHUNK_MAGIC;
     c->arena = a;
     c->map_size = XA_CHUNK_SIZE;
-    c->arena_key = a->index + 1;
+    c->keep_key = xa_chunk_keep_key(a->node);
+    c->arena_index = a->index;
     a->huge_chunks += c->huge_advised;
     c->slabs[0].kind = XA_RUN_HEADER;
     c->slabs[0].units = 1;
@@ -313,6 +314,8 @@ static xa_slab *run_alloc(xa_arena *a, unsigned units)
     a->used_units += units;
     if (a->dirty_units < a->dirty_low_units) /* reuse: the pool's low point */
         a->dirty_low_units = a->dirty_units;
+    if (a->last_purge_units && units > dunits) /* clean units: faulted in anew */
+        a->refault_units += units - dunits;
     return s;
 }
 
@@ -407,6 +410,8 @@ uint64_t xa_arena_dirty_allowance_units(const xa_arena *a)
 static void purge_excess(xa_arena *a)
 {
     uint64_t allow = xa_arena_dirty_allowance_units(a);
+    if (allow < a->churn_floor_units)
+        allow = a->churn_floor_units;
     /* Only when the dirty pool has grown by half the allowance since its
      * lowest point: frees outrunning reuse (a mass free, a shrinking
      * heap). A program freeing and allocating in a loop keeps a level
@@ -414,11 +419,38 @@ static void purge_excess(xa_arena *a)
      * and a refault per run (decay takes what stays unused). */
     if (xa_likely(a->dirty_units <= allow || a->dirty_units <= a->dirty_low_units + allow / 2))
         return;
+    /* A pool that swings wider than the allowance looks the same at this
+     * point, so the purge learns from its own effect: when at least half
+     * of what it purged last time was taken again (clean units handed
+     * out since), that purge only cost a madvise and the page faults, and
+     * the floor doubles, up to half the arena's units in use; a purge that
+     * stayed purged halves it back. A mass free, with no allocation
+     * between its purges, keeps the base allowance. */
+    if (a->last_purge_units) {
+        uint64_t cap = a->used_units / 2;
+        if (a->refault_units * 2 >= a->last_purge_units) {
+            uint64_t floor = allow * 2 < cap ? allow * 2 : cap;
+            if (floor > a->churn_floor_units) {
+                a->churn_floor_units = floor;
+                a->last_purge_units = 0;
+                a->refault_units = 0;
+                if (a->dirty_units <= floor)
+                    return;
+                allow = floor;
+            }
+        } else {
+            a->churn_floor_units /= 2;
+        }
+    }
+    uint64_t purged = 0;
     for (xa_slab *s = a->dirty_head; s && a->dirty_units > allow / 2;) {
         xa_slab *next = s->dnext;
-        purge_free_run(a, s, XA_PURGE_AT_FREE);
+        purged += purge_free_run(a, s, XA_PURGE_AT_FREE);
         s = next;
     }
+    /* Pages given back (a run of a huge-page chunk only leaves the FIFO). */
+    a->last_purge_units = purged >> XA_UNIT_SHIFT;
+    a->refault_units = 0;
     a->dirty_low_units = a->dirty_units;
 }
 

@@ -147,8 +147,11 @@ typedef struct xa_chunk {
              * index of the run's descriptor, at 128 * index from the chunk,
              * so xa_run_of is one shift and add. */
             uint8_t first_of[XA_UNITS_PER_CHUNK];
-            uint32_t arena_key;       /* 1 + arena->index: the remote free's test, same line */
-            uint32_t pad1_;
+            /* What a free of another thread's block reads, on the same
+             * line: whether it may be kept (xa_chunk_keep_key: same for
+             * every chunk of one NUMA node) and whose arena it is. */
+            uint32_t keep_key;
+            uint32_t arena_index;
             /* ---- written as runs come and go: off the line every free reads ---- */
             size_t map_size;          /* bytes mapped (2 MiB, or more for huge) */
             uint64_t dense_bytes;     /* atomic: bytes of large blocks and carved slab blocks */
@@ -169,8 +172,17 @@ _Static_assert(offsetof(xa_chunk, unit0_kind_) == offsetof(xa_slab, kind) &&
                    offsetof(xa_chunk, unit0_units_) == offsetof(xa_slab, units) &&
                    offsetof(xa_chunk, arena) == offsetof(xa_slab, heap),
                "the chunk's fields leave slabs[0].kind and .units alone");
-_Static_assert(offsetof(xa_chunk, arena_key) + 4 <= 64,
+_Static_assert(offsetof(xa_chunk, arena_index) + 4 <= 64,
                "what every free reads of the header is on its first line");
+
+/* The keep key of memory of NUMA slot node (-1: none): a thread keeps
+ * another thread's freed block for its own reuse when the block's chunk
+ * has its arena's key, so on the node it runs on. Never 0 (the empty
+ * heap's key, which keeps nothing). */
+static inline uint32_t xa_chunk_keep_key(int node)
+{
+    return (uint32_t)(node + 2);
+}
 
 static inline char *xa_unit_addr(xa_chunk *c, unsigned u)
 {

@@ -39,6 +39,7 @@ static uint64_t heaps_count;
 /* Counters of heaps that have exited, and of frees by threads that never
  * had a heap. */
 static uint64_t dead_nmalloc_big, dead_nfree_big, dead_nrealloc;
+static int64_t dead_requested_delta;
 static uint64_t dead_remote_nfree[XA_NCLASSES]; /* class totals only */
 static uint64_t next_global_decay_ns;
 
@@ -61,9 +62,10 @@ static xa_slab *spare_take(xa_heap *h, unsigned cls);
  * blocks, huge mappings or spare slabs. */
 static bool heap_has_parked(xa_heap *h)
 {
-    return __atomic_load_n(&h->large_cached_bytes, __ATOMIC_RELAXED) ||
-           __atomic_load_n(&h->huge_cached_bytes, __ATOMIC_RELAXED) ||
-           __atomic_load_n(&h->spare_count, __ATOMIC_RELAXED);
+    for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++)
+        if (atomic_load_explicit(&h->large_cache[i], memory_order_relaxed))
+            return true;
+    return __atomic_load_n(&h->spare_count, __ATOMIC_RELAXED) != 0;
 }
 
 /* A clock read on slow paths (upkeep) and used to stamp parked large
@@ -330,7 +332,6 @@ void xa_heap_upkeep(xa_heap *h)
     uint64_t now = xa_os_now_ns();
     __atomic_store_n(&coarse_now_ns, now, __ATOMIC_RELAXED);
     h->remote_trim_pending = 0;
-    remote_flush(h);
     /* The heap's own free lists are private: only this thread can trim
      * them, background thread or not. */
     uint64_t decay_ns = (uint64_t)__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) * 1000000u;
@@ -437,15 +438,21 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
             return xa_heap_malloc_small(h, xa_classes[cls].size);
         }
     }
-    /* Blocks already freed in any of the class's slabs come before a new
-     * page of one: carving on while another slab has holes leaves those
-     * holes resident and unused until the carving slab is used up (with
-     * two slabs of a class, up to a slab of holes per thread and class). */
+    /* Small blocks already freed in any of the class's slabs come before a
+     * new page of one: carving on while another slab has holes leaves
+     * those holes resident and unused until the carving slab is used up
+     * (with two slabs of a class, up to a slab of holes per thread and
+     * class). Big blocks have pages of their own, which trim purges when
+     * they pile up: the current slab carves on, and the others may empty
+     * and go back to the arena. */
+    bool holes_first = xa_classes[cls].size < XA_TRIM_MIN_BLOCK;
     xa_slab *carvable = NULL;
     for (xa_slab *s = h->avail[cls]; s;) {
         xa_slab *next = s->next;
         if (!s->free)
             xa_slab_collect(s);
+        if (!s->free && !holes_first && s->capacity < s->reserved)
+            extend(s);
         if (s->free)
             return take_slab(h, s);
         if (s->capacity < s->reserved) {
@@ -713,14 +720,45 @@ static void foreign_flush(xa_heap *h)
         foreign_flush_class(h, c);
 }
 
-/* Hands the bytes of other threads' blocks freed by h to their arena. */
+/* Hands the bytes of slot i of h's remote table to its arena and frees
+ * the slot. */
+static void remote_slot_flush(struct xa_heap_remote *r, unsigned i)
+{
+    uint32_t tag = r->arena_plus1[i];
+    if (!tag)
+        return;
+    if (r->bytes[i]) {
+        xa_arena *a = __atomic_load_n(&xa_arenas[tag - 1], __ATOMIC_ACQUIRE);
+        __atomic_fetch_add(&a->remote_freed_bytes, r->bytes[i], __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&r->bytes[i], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->arena_plus1[i], 0, __ATOMIC_RELAXED);
+}
+
+/* Counts bytes of a block of arena index freed by h (not its owner). */
+static void remote_add(xa_heap *h, unsigned index, uint32_t bytes)
+{
+    struct xa_heap_remote *r = xa_heap_remote(h);
+    unsigned i = index % XA_HEAP_REMOTE_SLOTS;
+    if (xa_unlikely(r->arena_plus1[i] != index + 1)) {
+        if (!h->remote_used)
+            __atomic_store_n(&h->remote_used, true, __ATOMIC_RELAXED);
+        remote_slot_flush(r, i);
+        __atomic_store_n(&r->arena_plus1[i], index + 1, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&r->bytes[i], r->bytes[i] + bytes, __ATOMIC_RELAXED);
+}
+
+/* Hands every byte of h's remote table to its arena (the heap is
+ * released, or leaves its node). */
 static void remote_flush(xa_heap *h)
 {
-    if (!h->remote_bytes)
+    if (!h->remote_used)
         return;
-    xa_arena *a = __atomic_load_n(&xa_arenas[h->remote_arena], __ATOMIC_ACQUIRE);
-    __atomic_fetch_add(&a->remote_freed_bytes, h->remote_bytes, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->remote_bytes, 0, __ATOMIC_RELAXED);
+    struct xa_heap_remote *r = xa_heap_remote(h);
+    for (unsigned i = 0; i < XA_HEAP_REMOTE_SLOTS; i++)
+        remote_slot_flush(r, i);
+    __atomic_store_n(&h->remote_used, false, __ATOMIC_RELAXED);
 }
 
 /* A thread freeing many big blocks of other threads (a mass delete)
@@ -765,28 +803,21 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
     b->mark = xa_free_mark_of(b);
     unsigned cls = s->cls;
     /* Counted against the block's arena, so per-arena live bytes stay
-     * exact whichever thread frees (see remote_bytes). */
-    xa_arena *owner = xa_chunk_of(b)->arena;
+     * exact whichever thread frees (see xa_heap_remote). */
+    xa_chunk *oc = xa_chunk_of(b);
+    xa_arena *owner = oc->arena;
     if (xa_likely(h != &xa_heap_empty)) {
         h->remote_nfree[cls]++;
-        if (xa_unlikely(owner->index + 1 != h->keep_key)) {
-            if (owner->index != h->remote_arena) {
-                remote_flush(h);
-                h->remote_arena = owner->index;
-            }
-            /* Under NUMA only blocks of this heap's node are kept: a block
-             * of another node goes back to its owner, whose threads run
-             * there. */
-            bool keep = !xa_numa_active || owner->node == h->arena->node;
-            h->keep_key = keep ? owner->index + 1 : 0;
-        }
-        h->remote_bytes += s->block_size;
+        remote_add(h, owner->index, s->block_size);
     } else {
         __atomic_fetch_add(&owner->remote_nfree[cls], 1, __ATOMIC_RELAXED);
     }
     if (xa_unlikely(s->in_full & XA_SLAB_TRIM) && h != &xa_heap_empty)
         remote_trim(h, s, b);
-    if (h != &xa_heap_empty && cls < XA_FOREIGN_CLASSES && h->keep_key) {
+    /* Under NUMA only blocks of this heap's node are kept (the keys
+     * differ): a block of another node goes back to its owner, whose
+     * threads run there. The empty heap's key keeps nothing. */
+    if (oc->keep_key == h->keep_key && cls < XA_FOREIGN_CLASSES) {
         xa_slab *f = xa_heap_foreign(h, cls);
         if (xa_unlikely(!xa_heap_foreign_ready(h, cls)))
             foreign_init(h, f, cls);
@@ -819,6 +850,19 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
 
 static inline uintptr_t slot_word(uintptr_t p, uintptr_t key) { return p | key; }
 static inline uintptr_t huge_key(size_t map_size) { return map_size >> 12; }
+
+/* Bytes of large blocks parked in h's slots, read off the slot words (a
+ * key up to XA_UNITS_PER_CHUNK is a large block's units). */
+static uint64_t slots_large_bytes(const xa_heap *h)
+{
+    uint64_t bytes = 0;
+    for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
+        uintptr_t key = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed) & SLOT_KEY_MASK;
+        if (key <= XA_UNITS_PER_CHUNK)
+            bytes += (uint64_t)key << XA_UNIT_SHIFT;
+    }
+    return bytes;
+}
 
 /* A block was parked: the purger (which may sleep with nothing dirty)
  * must hear of it to give it back if this thread goes quiet, but a thread
@@ -869,8 +913,6 @@ void *xa_heap_large_cache_take(xa_heap *h, unsigned units)
         xa_slab *s = xa_run_of(xa_chunk_of(p), p);
         s->in_full = 0;
         s->large_size = 0; /* parked: counted as not requested (see put) */
-        __atomic_fetch_sub(&h->large_cached_bytes, (uint64_t)units << XA_UNIT_SHIFT,
-                           __ATOMIC_RELAXED);
         return p;
     }
     return NULL;
@@ -889,12 +931,10 @@ bool xa_heap_large_cache_put(xa_heap *h, xa_chunk *c, xa_slab *s)
      * slot next may free it to the arena at once. */
     size_t req = s->large_size;
     s->large_size = 0;
-    __atomic_fetch_add(&h->large_cached_bytes, bytes, __ATOMIC_RELAXED);
-    __atomic_fetch_sub(&c->arena->requested_big, req, __ATOMIC_RELAXED);
+    xa_heap_requested_add(h, -(int64_t)req);
     if (slot_publish(h, slot_word(p, s->units)))
         return true;
-    __atomic_fetch_add(&c->arena->requested_big, req, __ATOMIC_RELAXED);
-    __atomic_fetch_sub(&h->large_cached_bytes, bytes, __ATOMIC_RELAXED);
+    xa_heap_requested_add(h, (int64_t)req);
     s->large_size = req;
     s->in_full = 0;
     return false;
@@ -902,8 +942,6 @@ bool xa_heap_large_cache_put(xa_heap *h, xa_chunk *c, xa_slab *s)
 
 void *xa_heap_huge_cache_take(xa_heap *h, size_t map_size, size_t request)
 {
-    if (!__atomic_load_n(&h->huge_cached_bytes, __ATOMIC_RELAXED))
-        return NULL;
     uintptr_t want = huge_key(map_size);
     for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
         uintptr_t w = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
@@ -913,9 +951,8 @@ void *xa_heap_huge_cache_take(xa_heap *h, size_t map_size, size_t request)
             continue;
         char *p = (char *)(w & ~SLOT_KEY_MASK);
         xa_chunk *c = xa_chunk_of(p);
-        __atomic_fetch_sub(&h->huge_cached_bytes, c->map_size, __ATOMIC_RELAXED);
         c->huge_request = request;
-        __atomic_fetch_add(&c->arena->requested_big, request, __ATOMIC_RELAXED);
+        xa_heap_requested_add(h, (int64_t)request);
         __atomic_store_n(&c->huge_ptr, p, __ATOMIC_RELEASE);
         return p;
     }
@@ -935,12 +972,10 @@ bool xa_heap_huge_cache_put(xa_heap *h, xa_chunk *c)
     size_t req = c->huge_request;
     c->huge_ptr = NULL;
     c->huge_request = 0;
-    __atomic_fetch_add(&h->huge_cached_bytes, c->map_size, __ATOMIC_RELAXED);
-    __atomic_fetch_sub(&c->arena->requested_big, req, __ATOMIC_RELAXED);
+    xa_heap_requested_add(h, -(int64_t)req);
     if (slot_publish(h, slot_word(p, huge_key(c->map_size))))
         return true;
-    __atomic_fetch_add(&c->arena->requested_big, req, __ATOMIC_RELAXED);
-    __atomic_fetch_sub(&h->huge_cached_bytes, c->map_size, __ATOMIC_RELAXED);
+    xa_heap_requested_add(h, (int64_t)req);
     c->huge_request = req;
     c->huge_ptr = (char *)p;
     return false;
@@ -955,14 +990,11 @@ static void slot_release(xa_heap *h, unsigned i, uintptr_t w)
     char *p = (char *)(w & ~SLOT_KEY_MASK);
     xa_chunk *c = xa_chunk_of(p);
     if ((w & SLOT_KEY_MASK) > XA_UNITS_PER_CHUNK) {
-        __atomic_fetch_sub(&h->huge_cached_bytes, c->map_size, __ATOMIC_RELAXED);
         c->huge_ptr = p;
         xa_huge_free(c);
         return;
     }
     xa_slab *s = xa_run_of(c, p);
-    __atomic_fetch_sub(&h->large_cached_bytes, (uint64_t)s->units << XA_UNIT_SHIFT,
-                       __ATOMIC_RELAXED);
     s->in_full = 0;
     xa_arena_large_free(c, s);
 }
@@ -1269,6 +1301,7 @@ xa_heap *xa_heap_create(xa_arena *arena)
     for (unsigned c = 0; c < XA_NCLASSES; c++)
         h->cur[c] = &xa_slab_empty;
     h->arena = arena;
+    h->keep_key = xa_chunk_keep_key(arena->node);
     h->tid = (int)xa_os_gettid();
     h->no_keep = !xa_opt.tcache;
     xa_lock_acquire(&heaps_lock);
@@ -1384,7 +1417,7 @@ static void heap_move(xa_heap *h, int slot)
     heap_retire_counters(h);
     __atomic_fetch_sub(&h->arena->nthreads, 1, __ATOMIC_RELAXED);
     h->arena = na;
-    h->keep_key = 0; /* which arenas' blocks it keeps depends on its node */
+    h->keep_key = xa_chunk_keep_key(na->node); /* it keeps its new node's blocks */
     xa_lock_release(&heaps_lock);
 }
 
@@ -1400,6 +1433,7 @@ void xa_heap_thread_exit(xa_heap *h)
     dead_nmalloc_big += h->nmalloc_big;
     dead_nfree_big += h->nfree_big;
     dead_nrealloc += h->nrealloc;
+    dead_requested_delta += h->requested_delta;
     if (h->prev_all)
         h->prev_all->next_all = h->next_all;
     else
@@ -1443,12 +1477,12 @@ static size_t collect(xa_heap *h)
 }
 
 void xa_heaps_sum(uint64_t *nmalloc, uint64_t *nfree, int64_t *arena_small_bytes,
-                  uint64_t *nmalloc_big, uint64_t *nfree_big, uint64_t *nrealloc,
-                  uint64_t *threads, uint64_t *large_cached)
+                  struct xa_heaps_big *big)
 {
-    uint64_t cached = 0;
     xa_lock_acquire(&heaps_lock);
-    uint64_t big_m = dead_nmalloc_big, big_f = dead_nfree_big, re = dead_nrealloc;
+    *big = (struct xa_heaps_big){.nmalloc = dead_nmalloc_big, .nfree = dead_nfree_big,
+                                 .nrealloc = dead_nrealloc, .threads = heaps_count,
+                                 .requested_delta = dead_requested_delta};
     for (unsigned c = 0; c < XA_NCLASSES; c++) {
         nmalloc[c] = 0;
         nfree[c] = dead_remote_nfree[c];
@@ -1476,22 +1510,24 @@ void xa_heaps_sum(uint64_t *nmalloc, uint64_t *nfree, int64_t *arena_small_bytes
             arena_small_bytes[h->arena->index] += (int64_t)(m - f) * (int64_t)xa_classes[c].size;
             nfree[c] += __atomic_load_n(&h->remote_nfree[c], __ATOMIC_RELAXED);
         }
-        unsigned ra = __atomic_load_n(&h->remote_arena, __ATOMIC_RELAXED);
-        if (ra < xa_narenas)
-            arena_small_bytes[ra] -= (int64_t)__atomic_load_n(&h->remote_bytes, __ATOMIC_RELAXED);
-        big_m += __atomic_load_n(&h->nmalloc_big, __ATOMIC_RELAXED);
-        big_f += __atomic_load_n(&h->nfree_big, __ATOMIC_RELAXED);
-        re += __atomic_load_n(&h->nrealloc, __ATOMIC_RELAXED);
-        uint64_t parked = __atomic_load_n(&h->large_cached_bytes, __ATOMIC_RELAXED);
-        cached += parked;
+        if (__atomic_load_n(&h->remote_used, __ATOMIC_RELAXED)) {
+            const struct xa_heap_remote *r = xa_heap_remote(h);
+            for (unsigned i = 0; i < XA_HEAP_REMOTE_SLOTS; i++) {
+                uint32_t tag = __atomic_load_n(&r->arena_plus1[i], __ATOMIC_RELAXED);
+                if (tag && tag <= xa_narenas)
+                    arena_small_bytes[tag - 1] -=
+                        (int64_t)__atomic_load_n(&r->bytes[i], __ATOMIC_RELAXED);
+            }
+        }
+        big->nmalloc += __atomic_load_n(&h->nmalloc_big, __ATOMIC_RELAXED);
+        big->nfree += __atomic_load_n(&h->nfree_big, __ATOMIC_RELAXED);
+        big->nrealloc += __atomic_load_n(&h->nrealloc, __ATOMIC_RELAXED);
+        big->requested_delta += __atomic_load_n(&h->requested_delta, __ATOMIC_RELAXED);
+        uint64_t parked = slots_large_bytes(h);
+        big->large_cached += parked;
         /* Parked large blocks are free memory of the heap's own arena. */
         arena_small_bytes[h->arena->index] -= (int64_t)parked;
     }
-    *large_cached = cached;
-    *nmalloc_big = big_m;
-    *nfree_big = big_f;
-    *nrealloc = re;
-    *threads = heaps_count;
     xa_lock_release(&heaps_lock);
 }
 

@@ -41,16 +41,20 @@ typedef struct xa_heap {
     _Atomic uintptr_t delayed;     /* blocks freed remotely into full slabs */
     xa_arena *arena;
     struct xa_heap *next_all, *prev_all;
-    uint64_t nmalloc_big, nfree_big, nrealloc, requested_big;
+    uint64_t nmalloc_big, nfree_big, nrealloc;
+    /* Change to the requested bytes of big blocks made by this heap's
+     * block cache (a parked block is not requested): owner-written, summed
+     * by the statistics, so a cached pair costs no atomic on the arena's
+     * counter, which every thread of the arena shares. */
+    int64_t requested_delta;
     uint32_t slow_count;
     int tid;
     bool no_keep;                  /* tcache:off: empty slabs go back at once */
+    bool remote_used;              /* the remote table may hold bytes (atomic) */
     /* Freed large blocks kept for reuse (tcache); slots are taken with an
      * atomic exchange so the background thread can reclaim idle ones. */
     _Atomic uintptr_t large_cache[XA_LARGE_CACHE_SLOTS];
     uint64_t large_cache_ns[XA_LARGE_CACHE_SLOTS]; /* atomic: when each was parked */
-    uint64_t large_cached_bytes;   /* atomic: bytes of large blocks parked in the slots */
-    uint64_t huge_cached_bytes;    /* atomic: bytes of huge mappings parked in the slots */
     uint64_t last_trim_ns;         /* last purge of big free blocks */
     uint64_t park_noticed_ns;      /* coarse clock when a parked block last woke the purger */
     /* One empty slab per big class (blocks of XA_TRIM_MIN_BLOCK and up),
@@ -68,15 +72,12 @@ typedef struct xa_heap {
     uint64_t trim_pool_low;        /* lowest free big-block bytes seen since the last trim */
     /* Frees of other threads' small blocks, counted here by this thread
      * alone (no atomic on a line other freeing threads share): per class
-     * for the class totals, and as bytes owed to the arena remote_arena,
-     * handed to it when the next block is of another arena and at each
-     * upkeep, so its live bytes follow within one upkeep. */
+     * for the class totals; their bytes per arena are in the heap's
+     * remote table (xa_heap_remote). */
     uint64_t remote_nfree[XA_NCLASSES];
-    uint64_t remote_bytes;
-    unsigned remote_arena;
-    /* 1 + remote_arena when blocks of that arena may be kept in the
-     * foreign stacks (always, but for another node's arena under NUMA);
-     * 0 sends every remote free to the general path. */
+    /* Blocks of chunks with this key may be kept in the foreign stacks
+     * (xa_chunk_keep_key of the heap's node: every arena's blocks, but
+     * another node's under NUMA); 0 in the empty heap keeps nothing. */
     unsigned keep_key;
     xa_numa_thread numa;           /* node last seen by the slow path */
     /* Idle reclaim (purger thread only, under heaps_lock): 1 while it takes
@@ -107,11 +108,29 @@ _Static_assert(sizeof(xa_heap) <= XA_OS_PAGE, "a heap's fields fit one page");
  * On pages of their own: a thread that never frees another's blocks never
  * touches them, so a heap costs one resident page, not three (a service
  * of 32 such threads: 0.15 MiB). The empty heap has none (keep_key 0). */
-#define XA_HEAP_ALLOC_SIZE (XA_OS_PAGE + XA_FOREIGN_CLASSES * sizeof(xa_slab))
+/* After them, the remote table: bytes of other threads' blocks freed by
+ * this thread, per arena (slot = arena index mod XA_HEAP_REMOTE_SLOTS, the
+ * slot's arena in arena_plus1; a slot taken by another arena is handed to
+ * its arena's counter first). Per-arena live bytes stay exact whichever
+ * thread frees, with no atomic on the arena's line while a thread frees
+ * blocks of many arenas in turn. Zero until the first remote free, and
+ * zero again when the heap is released. */
+#define XA_HEAP_REMOTE_SLOTS 64
+struct xa_heap_remote {
+    uint32_t arena_plus1[XA_HEAP_REMOTE_SLOTS];
+    uint64_t bytes[XA_HEAP_REMOTE_SLOTS]; /* owner-written, read by statistics */
+};
+#define XA_HEAP_ALLOC_SIZE                                                        \
+    (XA_OS_PAGE + XA_FOREIGN_CLASSES * sizeof(xa_slab) + sizeof(struct xa_heap_remote))
 
 static inline xa_slab *xa_heap_foreign(const xa_heap *h, unsigned cls)
 {
     return (xa_slab *)((uintptr_t)h + XA_OS_PAGE) + cls;
+}
+
+static inline struct xa_heap_remote *xa_heap_remote(const xa_heap *h)
+{
+    return (struct xa_heap_remote *)xa_heap_foreign(h, XA_FOREIGN_CLASSES);
 }
 
 /* Class cls's foreign stack is set up: the test that reads no page of the
@@ -166,11 +185,24 @@ static inline void xa_heap_notice_dirty(void)
     if (xa_unlikely(__atomic_load_n(&xa_arena_dirty_pending, __ATOMIC_RELAXED)))
         xa_heap_hooks.dirty();
 }
+/* A change to the requested bytes of big blocks made by h's block cache.
+ * Owner only: a plain store the statistics read without a lock. */
+static inline void xa_heap_requested_add(xa_heap *h, int64_t bytes)
+{
+    __atomic_store_n(&h->requested_delta, h->requested_delta + bytes, __ATOMIC_RELAXED);
+}
+
+/* Big-block counters of every heap, live and exited. */
+struct xa_heaps_big {
+    uint64_t nmalloc, nfree, nrealloc;
+    uint64_t threads;        /* live heaps */
+    uint64_t large_cached;   /* bytes of large blocks parked in heaps' slots */
+    int64_t requested_delta; /* to add to the arenas' requested_big */
+};
 /* Counters of every heap, live and exited, per class and as small-block
  * bytes per arena (arena_small_bytes has xa_narenas entries). */
 void xa_heaps_sum(uint64_t *nmalloc, uint64_t *nfree, int64_t *arena_small_bytes,
-                  uint64_t *nmalloc_big, uint64_t *nfree_big, uint64_t *nrealloc,
-                  uint64_t *threads, uint64_t *large_cached);
+                  struct xa_heaps_big *big);
 /* Large-block cache: take a cached block of exactly units units, or park
  * a freed one. Both return false when they cannot. Huge blocks of up to
  * XA_HEAP_HUGE_CACHE_MAX park in the same slots, matched by mapping size:
@@ -389,17 +421,20 @@ XA_FAST_PATH void xa_heap_foreign_push(xa_slab *f, xa_block *b)
 XA_FAST_PATH void xa_heap_free_remote_fast(xa_heap *h, xa_chunk *c, xa_slab *s, xa_block *b)
 {
     unsigned cls = s->cls;
-    /* The arena test first: it fails at once for a thread with no heap
+    /* The node test first: it fails at once for a thread with no heap
      * (keep_key 0), a consumer that only frees. */
-    if (xa_likely(c->arena_key == h->keep_key && cls < XA_FOREIGN_CLASSES &&
+    if (xa_likely(c->keep_key == h->keep_key && cls < XA_FOREIGN_CLASSES &&
                   !(s->in_full & (XA_SLAB_TRIM | XA_SLAB_ABANDONED)) &&
                   !xa_block_marked_free(b))) {
         xa_slab *f = xa_heap_foreign(h, cls);
-        if (xa_likely(f->reserved - f->used < f->capacity)) {
+        struct xa_heap_remote *r = xa_heap_remote(h);
+        unsigned slot = c->arena_index % XA_HEAP_REMOTE_SLOTS;
+        if (xa_likely(f->reserved - f->used < f->capacity &&
+                      r->arena_plus1[slot] == c->arena_index + 1)) {
             b->mark = xa_free_mark_of(b);
             xa_heap_foreign_push(f, b);
             h->remote_nfree[cls]++;
-            h->remote_bytes += s->block_size;
+            __atomic_store_n(&r->bytes[slot], r->bytes[slot] + s->block_size, __ATOMIC_RELAXED);
             return;
         }
     }

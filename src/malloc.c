@@ -129,9 +129,8 @@ static void *malloc_big(size_t size, size_t align, bool zero)
         unsigned units = (unsigned)((size + XA_UNIT_SIZE - 1) >> XA_UNIT_SHIFT);
         p = xa_heap_large_cache_take(h, units);
         if (p) {
-            xa_chunk *c = xa_chunk_of(p);
-            xa_run_of(c, p)->large_size = size;
-            __atomic_fetch_add(&c->arena->requested_big, size, __ATOMIC_RELAXED);
+            xa_run_of(xa_chunk_of(p), p)->large_size = size;
+            xa_heap_requested_add(h, (int64_t)size);
             if (zero)
                 memset(p, 0, size);
             h->nmalloc_big++;

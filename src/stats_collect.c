@@ -65,9 +65,9 @@ void xa_stats_collect(struct xalloc_stats *out)
     out->timestamp_ns = xa_os_now_ns();
 
     xa_lock_acquire(&collect_lock); /* guards the static scratch arrays */
-    uint64_t nmalloc_big, nfree_big, nrealloc, threads, large_cached;
-    xa_heaps_sum(nmalloc, nfree, arena_small, &nmalloc_big, &nfree_big, &nrealloc, &threads,
-                 &large_cached);
+    struct xa_heaps_big big;
+    xa_heaps_sum(nmalloc, nfree, arena_small, &big);
+    uint64_t large_cached = big.large_cached;
 
     uint64_t class_slabs[XA_NCLASSES] = {0}, class_capacity[XA_NCLASSES] = {0};
     uint64_t resident = 0;
@@ -172,7 +172,10 @@ void xa_stats_collect(struct xalloc_stats *out)
     /* Requested sizes of small blocks are not kept (it would cost the fast
      * path): they count at their class size; large and huge blocks count
      * at the size asked for. */
-    out->requested += small_allocated;
+    /* Plus the heaps' cache deltas (taken before the arenas' counters
+     * were read: a snapshot can be off by blocks in flight, never below 0). */
+    int64_t req = (int64_t)out->requested + big.requested_delta;
+    out->requested = (req > 0 ? (uint64_t)req : 0) + small_allocated;
     if (out->requested > out->allocated) /* parked large blocks */
         out->requested = out->allocated;
     out->metadata = xa_meta_mapped();
@@ -180,10 +183,10 @@ void xa_stats_collect(struct xalloc_stats *out)
     out->resident = resident + out->metadata;
     if (out->resident > out->mapped)
         out->resident = out->mapped;
-    out->nmalloc = small_malloc + nmalloc_big;
-    out->nfree = small_free + nfree_big;
-    out->nrealloc = nrealloc;
-    out->threads = threads;
+    out->nmalloc = small_malloc + big.nmalloc;
+    out->nfree = small_free + big.nfree;
+    out->nrealloc = big.nrealloc;
+    out->threads = big.threads;
     out->narenas = xa_narenas;
     out->nnodes = (uint64_t)xa_numa_nodes;
     out->purger_thread = __atomic_load_n(&xa_heap_purger_state, __ATOMIC_RELAXED);

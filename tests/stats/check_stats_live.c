@@ -232,6 +232,21 @@ START_TEST(test_large_counts)
     ck_assert_uint_eq(after.requested - before.requested, 300000 + 1200000 + (5u << 20));
     for (int i = 0; i < 3; i++)
         free(q[i]);
+    /* Freed blocks parked in the thread's cache are not requested. */
+    ck_assert_int_eq(xalloc_stats_get(&after), 0);
+    ck_assert_uint_eq(after.requested, before.requested);
+    /* A cycle through the cache (no arena counter on that path) keeps
+     * the count exact. */
+    for (int k = 0; k < 3; k++) {
+        q[0] = malloc(700000);
+        ck_assert_ptr_nonnull(q[0]);
+        q[0][0] = 1;
+        ck_assert_int_eq(xalloc_stats_get(&after), 0);
+        ck_assert_uint_eq(after.requested - before.requested, 700000);
+        free(q[0]);
+    }
+    ck_assert_int_eq(xalloc_stats_get(&after), 0);
+    ck_assert_uint_eq(after.requested, before.requested);
 }
 END_TEST
 
