@@ -7,6 +7,8 @@
 #   make bench-quick  smoke run into tools/bench/out/quick/ (<= 3 min)
 #   make bench-full   bigger counts, 7 repetitions, into tools/bench/out/full/
 #   make check-bench  every workload once with tiny counts (part of make check)
+#   make bench-services  RSS of real services (ovsdb-server, searchd) and the
+#                     service model per allocator and system THP mode (root)
 #
 # BENCH_ARGS passes extra options to run.py, e.g.
 #   make bench-quick BENCH_ARGS='--only malloc-test --allocators glibc,xalloc'
@@ -51,6 +53,12 @@ bench-full: lib bench-build bench-deps
 	  --xalloc $(LIB) --out $(BENCH_DIR)/out/full $(BENCH_ARGS)
 
 BENCH_TARGETS += bench-run
+
+.PHONY: bench-services
+## bench-services: RSS of ovsdb-server, searchd and the service model, 5 allocators x 3 THP modes (root, ~15 min)
+bench-services: lib bench-build
+	$(PYTHON) $(BENCH_DIR)/services.py --xalloc $(abspath $(LIB)) \
+	  --memphase $(abspath $(BENCH_BUILD)/memphase) --out $(BENCH_DIR)/results/services $(BENCH_ARGS)
 
 .PHONY: check-bench
 ## check-bench: smoke run: every workload once, tiny counts, each allocator (fails on any failed run)

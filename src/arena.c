@@ -206,12 +206,12 @@ static void chunk_density_changed(xa_arena *a, xa_chunk *c)
         return;
     uint64_t dense = __atomic_load_n(&c->dense_bytes, __ATOMIC_RELAXED);
     if (!c->huge_advised && dense >= ((uint64_t)XA_THP_DENSE_UNITS << XA_UNIT_SHIFT)) {
-        c->huge_advised = 1;
+        __atomic_store_n(&c->huge_advised, 1, __ATOMIC_RELAXED);
         a->huge_chunks++;
         a->thp_promotions++;
         xa_pages_promote(c);
     } else if (c->huge_advised && dense < ((uint64_t)XA_THP_SPARSE_UNITS << XA_UNIT_SHIFT)) {
-        c->huge_advised = 0;
+        __atomic_store_n(&c->huge_advised, 0, __ATOMIC_RELAXED);
         a->huge_chunks--;
         a->thp_demotions++;
         xa_pages_demote(c);
@@ -314,8 +314,6 @@ static xa_slab *run_alloc(xa_arena *a, unsigned units)
     a->used_units += units;
     if (a->dirty_units < a->dirty_low_units) /* reuse: the pool's low point */
         a->dirty_low_units = a->dirty_units;
-    if (a->last_purge_units && units > dunits) /* clean units: faulted in anew */
-        a->refault_units += units - dunits;
     return s;
 }
 
@@ -410,8 +408,6 @@ uint64_t xa_arena_dirty_allowance_units(const xa_arena *a)
 static void purge_excess(xa_arena *a)
 {
     uint64_t allow = xa_arena_dirty_allowance_units(a);
-    if (allow < a->churn_floor_units)
-        allow = a->churn_floor_units;
     /* Only when the dirty pool has grown by half the allowance since its
      * lowest point: frees outrunning reuse (a mass free, a shrinking
      * heap). A program freeing and allocating in a loop keeps a level
@@ -419,38 +415,11 @@ static void purge_excess(xa_arena *a)
      * and a refault per run (decay takes what stays unused). */
     if (xa_likely(a->dirty_units <= allow || a->dirty_units <= a->dirty_low_units + allow / 2))
         return;
-    /* A pool that swings wider than the allowance looks the same at this
-     * point, so the purge learns from its own effect: when at least half
-     * of what it purged last time was taken again (clean units handed
-     * out since), that purge only cost a madvise and the page faults, and
-     * the floor doubles, up to half the arena's units in use; a purge that
-     * stayed purged halves it back. A mass free, with no allocation
-     * between its purges, keeps the base allowance. */
-    if (a->last_purge_units) {
-        uint64_t cap = a->used_units / 2;
-        if (a->refault_units * 2 >= a->last_purge_units) {
-            uint64_t floor = allow * 2 < cap ? allow * 2 : cap;
-            if (floor > a->churn_floor_units) {
-                a->churn_floor_units = floor;
-                a->last_purge_units = 0;
-                a->refault_units = 0;
-                if (a->dirty_units <= floor)
-                    return;
-                allow = floor;
-            }
-        } else {
-            a->churn_floor_units /= 2;
-        }
-    }
-    uint64_t purged = 0;
     for (xa_slab *s = a->dirty_head; s && a->dirty_units > allow / 2;) {
         xa_slab *next = s->dnext;
-        purged += purge_free_run(a, s, XA_PURGE_AT_FREE);
+        purge_free_run(a, s, XA_PURGE_AT_FREE);
         s = next;
     }
-    /* Pages given back (a run of a huge-page chunk only leaves the FIFO). */
-    a->last_purge_units = purged >> XA_UNIT_SHIFT;
-    a->refault_units = 0;
     a->dirty_low_units = a->dirty_units;
 }
 
@@ -552,7 +521,7 @@ void xa_arena_note_carved(xa_slab *s, uint32_t n)
     __atomic_fetch_add(&a->class_carved[s->cls], n, __ATOMIC_RELAXED);
     uint64_t dense = __atomic_add_fetch(&c->dense_bytes, (uint64_t)n * s->block_size,
                                         __ATOMIC_RELAXED);
-    if (xa_unlikely(xa_pages_policy == XA_THP_POLICY_DENSE && !c->huge_advised &&
+    if (xa_unlikely(xa_pages_policy == XA_THP_POLICY_DENSE && !xa_chunk_huge_advised(c) &&
                     dense >= ((uint64_t)XA_THP_DENSE_UNITS << XA_UNIT_SHIFT))) {
         xa_lock_acquire(&a->lock);
         chunk_density_changed(a, c);
@@ -567,7 +536,7 @@ void xa_arena_note_uncarved(xa_slab *s)
     __atomic_fetch_sub(&a->class_carved[s->cls], s->capacity, __ATOMIC_RELAXED);
     uint64_t dense = __atomic_sub_fetch(&c->dense_bytes, (uint64_t)s->capacity * s->block_size,
                                         __ATOMIC_RELAXED);
-    if (xa_unlikely(xa_pages_policy == XA_THP_POLICY_DENSE && c->huge_advised &&
+    if (xa_unlikely(xa_pages_policy == XA_THP_POLICY_DENSE && xa_chunk_huge_advised(c) &&
                     dense < ((uint64_t)XA_THP_SPARSE_UNITS << XA_UNIT_SHIFT))) {
         xa_lock_acquire(&a->lock);
         chunk_density_changed(a, c);

@@ -54,10 +54,6 @@ typedef struct xa_arena {
     uint64_t nchunks, huge_mapped, huge_cache_bytes, huge_cache_count;
     uint64_t used_units, dirty_units, retained_units;
     uint64_t dirty_low_units;         /* lowest dirty_units since the last free-time purge */
-    /* The free-time purge learns the program's churn (see purge_excess):
-     * its floor, the units it purged last, and the clean units taken
-     * from the arena since then (pages faulted in again). */
-    uint64_t churn_floor_units, last_purge_units, refault_units;
     uint64_t purged_bytes, npurge;
     uint64_t purged_by[XA_PURGE_PATHS]; /* bytes purged, per enum xa_purge_path */
     uint64_t huge_chunks;             /* chunks of runs backed by huge pages now */

@@ -175,6 +175,14 @@ _Static_assert(offsetof(xa_chunk, unit0_kind_) == offsetof(xa_slab, kind) &&
 _Static_assert(offsetof(xa_chunk, arena_index) + 4 <= 64,
                "what every free reads of the header is on its first line");
 
+/* The chunk is advised MADV_HUGEPAGE: read without the arena lock by
+ * frees and carving (a stale answer only misplaces one purge), written
+ * under it. */
+static inline bool xa_chunk_huge_advised(const xa_chunk *c)
+{
+    return __atomic_load_n(&c->huge_advised, __ATOMIC_RELAXED) != 0;
+}
+
 /* The keep key of memory of NUMA slot node (-1: none): a thread keeps
  * another thread's freed block for its own reuse when the block's chunk
  * has its arena's key, so on the node it runs on. Never 0 (the empty

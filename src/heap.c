@@ -310,7 +310,7 @@ static size_t trim_free_blocks(xa_heap *h, unsigned path, uint64_t keep)
     unsigned first = xa_size_class(XA_TRIM_MIN_BLOCK);
     for (unsigned c = XA_NCLASSES; c-- > first && seen < todo;) {
         for (xa_slab *s = h->avail[c]; s && seen < todo; s = s->next) {
-            if (xa_chunk_of(s)->huge_advised)
+            if (xa_chunk_huge_advised(xa_chunk_of(s)))
                 continue; /* would split a huge page: those chunks go back whole */
             xa_slab_collect(s);
             uint32_t limit = s->reserved;
@@ -769,7 +769,7 @@ static void remote_flush(xa_heap *h)
 static XA_NOINLINE void remote_trim(xa_heap *h, xa_slab *s, xa_block *b)
 {
     if ((h->remote_trim_pending += s->block_size) > TRIM_ALLOWANCE &&
-        !xa_chunk_of(s)->huge_advised)
+        !xa_chunk_huge_advised(xa_chunk_of(s)))
         h->trimmed_bytes += trim_block(b, s->block_size, XA_PURGE_AT_FREE);
 }
 
@@ -1124,7 +1124,7 @@ static bool slab_reclaimable(const xa_slab *s)
 {
     return (__atomic_load_n(&s->used, __ATOMIC_ACQUIRE) & ~XA_USED_SLOW) == 0 &&
            (atomic_load_explicit(&s->thread_free, memory_order_acquire) & ~XA_TF_MASK) == 0 &&
-           !__atomic_load_n(&xa_chunk_of(s)->huge_advised, __ATOMIC_RELAXED);
+           !xa_chunk_huge_advised(xa_chunk_of(s));
 }
 
 /* Purges every page of the empty slab s and starts it over. */

@@ -200,6 +200,64 @@ START_TEST(test_remote_frees_counted)
 }
 END_TEST
 
+/* One thread frees blocks of several arenas in turn (each producer is
+ * bound to an arena of its own): every arena's live bytes drop by its own
+ * blocks, while the freeing thread still runs. */
+enum { N_ARENAS_USED = 4, N_PER_PRODUCER = 500 };
+static void *multi_blocks[N_ARENAS_USED][N_PER_PRODUCER];
+static pthread_barrier_t multi_made, multi_freed, multi_done;
+static void *multi_producer(void *arg)
+{
+    uintptr_t k = (uintptr_t)arg;
+    for (int i = 0; i < N_PER_PRODUCER; i++)
+        multi_blocks[k][i] = malloc(200);
+    pthread_barrier_wait(&multi_made); /* allocated */
+    pthread_barrier_wait(&multi_done); /* freed and looked at: exit */
+    return NULL;
+}
+static void *multi_freer(void *arg)
+{
+    (void)arg;
+    /* Interleaved: every free is of another arena than the last one. */
+    for (int i = 0; i < N_PER_PRODUCER; i++)
+        for (int k = 0; k < N_ARENAS_USED; k++)
+            free(multi_blocks[k][i]);
+    pthread_barrier_wait(&multi_freed);
+    pthread_barrier_wait(&multi_done); /* main has looked */
+    return NULL;
+}
+
+START_TEST(test_remote_frees_of_many_arenas_counted)
+{
+    pthread_barrier_init(&multi_made, NULL, N_ARENAS_USED + 1);
+    pthread_barrier_init(&multi_freed, NULL, 2);
+    pthread_barrier_init(&multi_done, NULL, N_ARENAS_USED + 2);
+    pthread_t prod[N_ARENAS_USED], freer;
+    for (uintptr_t k = 0; k < N_ARENAS_USED; k++)
+        ck_assert_int_eq(pthread_create(&prod[k], NULL, multi_producer, (void *)k), 0);
+    pthread_barrier_wait(&multi_made);
+    ck_assert_int_eq(xalloc_stats_get(&before), 0);
+    ck_assert_uint_ge(before.arenas_count, N_ARENAS_USED + 1);
+    ck_assert_int_eq(pthread_create(&freer, NULL, multi_freer, NULL), 0);
+    pthread_barrier_wait(&multi_freed);
+    ck_assert_int_eq(xalloc_stats_get(&after), 0);
+    /* Arenas whose live bytes dropped by the producers' blocks, exactly
+     * (up to the freeing thread's own start-up allocations). */
+    unsigned dropped = 0;
+    for (unsigned a = 0; a < after.arenas_count; a++) {
+        uint64_t b = before.arenas[a].allocated, x = after.arenas[a].allocated;
+        if (b > x && b - x >= (uint64_t)N_PER_PRODUCER * 200)
+            dropped++;
+    }
+    ck_assert_uint_eq(dropped, N_ARENAS_USED);
+    assert_arenas_add_up(&after, " (frees of several arenas by one thread)");
+    pthread_barrier_wait(&multi_done);
+    pthread_join(freer, NULL);
+    for (int k = 0; k < N_ARENAS_USED; k++)
+        pthread_join(prod[k], NULL);
+}
+END_TEST
+
 START_TEST(test_large_counts)
 {
     static void *p[8];
@@ -528,6 +586,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_library_is_preloaded);
     tcase_add_test(t, test_exact_counts);
     tcase_add_test(t, test_remote_frees_counted);
+    tcase_add_test(t, test_remote_frees_of_many_arenas_counted);
     tcase_add_test(t, test_large_counts);
     tcase_add_test(t, test_resident_close_to_vmrss);
     tcase_add_test(t, test_file_published);
