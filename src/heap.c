@@ -56,6 +56,7 @@ xa_slab xa_slab_reclaiming;
 static bool large_cache_flush(xa_heap *h, uint64_t now, bool force);
 static void make_room(xa_heap *h);
 static void remote_flush(xa_heap *h);
+static void remote_add(xa_heap *h, unsigned index, uint64_t bytes);
 static xa_slab *spare_take(xa_heap *h, unsigned cls);
 
 /* True when h has anything parked for large_cache_flush to return: large
@@ -96,6 +97,45 @@ static XA_NOINLINE void foreign_init(xa_heap *h, xa_slab *f, unsigned cls)
     f->cls = (uint8_t)cls;
     f->block_size = xa_classes[cls].size;
     f->capacity = foreign_limit_of(cls);
+}
+
+/* Moves the live-byte count of the blocks waiting in foreign stack f
+ * between their slabs' arenas and h's own. A block h keeps there was
+ * freed from its arena's count (remote_add at the push); once the stack
+ * serves h's allocations, each pop counts as an allocation of h, so of
+ * h's own arena. Before the stack starts serving, its blocks are moved
+ * to h's arena's account (to_own), so that the pops make up for it; the
+ * stack's blocks are moved back when it is handed to the owners with
+ * blocks left (a flush). Per-arena bytes stay exact for every block
+ * outside a serving stack, and off by at most its blocks inside one (the
+ * stack's limit: 64 KiB); without this, every block a thread took from
+ * another arena's slab was counted in its own arena for good. */
+static void foreign_charge_run(xa_heap *h, unsigned from, uint64_t bytes, bool to_own)
+{
+    remote_add(h, to_own ? from : h->arena_index, (uint64_t)0 - bytes);
+    remote_add(h, to_own ? h->arena_index : from, bytes);
+}
+
+static void foreign_charge(xa_heap *h, const xa_slab *f, bool to_own)
+{
+    /* Consecutive blocks of one chunk (the usual case: a thread frees a
+     * batch another allocated) are counted as one run. */
+    const xa_chunk *run = NULL;
+    uint64_t bytes = 0;
+    for (uintptr_t list = f->free; list;) {
+        const xa_block *b = (const xa_block *)list;
+        const xa_chunk *c = xa_chunk_of(b);
+        if (c != run) {
+            if (run)
+                foreign_charge_run(h, run->arena_index, bytes, to_own);
+            run = c;
+            bytes = 0;
+        }
+        bytes += f->block_size;
+        list = enc(b->next);
+    }
+    if (run)
+        foreign_charge_run(h, run->arena_index, bytes, to_own);
 }
 
 /* ---- class lists ---- */
@@ -429,11 +469,18 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
          * reusing them at once is what keeps memory from piling up in
          * slabs whose owner is busy elsewhere (or idle). */
         xa_slab *f = xa_heap_foreign(h, cls);
+        uint64_t bit = (uint64_t)1 << cls;
         if (__atomic_load_n(&h->cur[cls], __ATOMIC_RELAXED) == f)
             __atomic_store_n(&h->cur[cls], h->avail[cls] ? h->avail[cls] : &xa_slab_empty,
                              __ATOMIC_RELAXED);
+        if (!f->free)
+            h->foreign_charged &= ~bit; /* served to the last block */
         /* Switch only for a batch, so the fast path serves it. */
         if (f->free && f->reserved - f->used >= foreign_limit(h, cls) / 2) {
+            if (!(h->foreign_charged & bit)) {
+                foreign_charge(h, f, true);
+                h->foreign_charged |= bit;
+            }
             __atomic_store_n(&h->cur[cls], f, __ATOMIC_RELAXED);
             return xa_heap_malloc_small(h, xa_classes[cls].size);
         }
@@ -687,6 +734,10 @@ static void foreign_flush_class(xa_heap *h, unsigned cls)
     if (!xa_heap_foreign_ready(h, cls))
         return; /* never set up: its page stays untouched */
     xa_slab *f = xa_heap_foreign(h, cls);
+    if (h->foreign_charged & ((uint64_t)1 << cls)) {
+        foreign_charge(h, f, false); /* they go back freed from their arenas */
+        h->foreign_charged &= ~((uint64_t)1 << cls);
+    }
     uintptr_t list = f->free;
     f->free = 0;
     f->reserved = f->used = 0; /* capacity (the limit) stays */
@@ -735,8 +786,9 @@ static void remote_slot_flush(struct xa_heap_remote *r, unsigned i)
     __atomic_store_n(&r->arena_plus1[i], 0, __ATOMIC_RELAXED);
 }
 
-/* Counts bytes of a block of arena index freed by h (not its owner). */
-static void remote_add(xa_heap *h, unsigned index, uint32_t bytes)
+/* Counts bytes of a block of arena index freed by h (not its owner).
+ * Modular: a negative count (as uint64_t) takes bytes back. */
+static void remote_add(xa_heap *h, unsigned index, uint64_t bytes)
 {
     struct xa_heap_remote *r = xa_heap_remote(h);
     unsigned i = index % XA_HEAP_REMOTE_SLOTS;
@@ -806,13 +858,13 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
      * exact whichever thread frees (see xa_heap_remote). */
     xa_chunk *oc = xa_chunk_of(b);
     xa_arena *owner = oc->arena;
-    if (xa_likely(h != &xa_heap_empty)) {
-        h->remote_nfree[cls]++;
-        remote_add(h, owner->index, s->block_size);
-    } else {
+    if (xa_unlikely(h == &xa_heap_empty)) {
         __atomic_fetch_add(&owner->remote_nfree[cls], 1, __ATOMIC_RELAXED);
+        push_remote(s, b);
+        return;
     }
-    if (xa_unlikely(s->in_full & XA_SLAB_TRIM) && h != &xa_heap_empty)
+    h->remote_nfree[cls]++;
+    if (xa_unlikely(s->in_full & XA_SLAB_TRIM))
         remote_trim(h, s, b);
     /* Under NUMA only blocks of this heap's node are kept (the keys
      * differ): a block of another node goes back to its owner, whose
@@ -829,10 +881,13 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
             /* Keep it for this thread's next malloc of the class. The slab
              * still counts it as in use, so nothing changes for its owner.
              * (A second free of it while it waits here finds the mark.) */
+            bool own = (h->foreign_charged >> cls) & 1;
+            remote_add(h, own ? h->arena_index : owner->index, s->block_size);
             xa_heap_foreign_push(f, b);
             return;
         }
     }
+    remote_add(h, owner->index, s->block_size);
     push_remote(s, b);
 }
 
@@ -1301,6 +1356,7 @@ xa_heap *xa_heap_create(xa_arena *arena)
     for (unsigned c = 0; c < XA_NCLASSES; c++)
         h->cur[c] = &xa_slab_empty;
     h->arena = arena;
+    h->arena_index = arena->index;
     h->keep_key = xa_chunk_keep_key(arena->node);
     h->tid = (int)xa_os_gettid();
     h->no_keep = !xa_opt.tcache;
@@ -1417,6 +1473,7 @@ static void heap_move(xa_heap *h, int slot)
     heap_retire_counters(h);
     __atomic_fetch_sub(&h->arena->nthreads, 1, __ATOMIC_RELAXED);
     h->arena = na;
+    h->arena_index = na->index;
     h->keep_key = xa_chunk_keep_key(na->node); /* it keeps its new node's blocks */
     xa_lock_release(&heaps_lock);
 }

@@ -79,6 +79,11 @@ typedef struct xa_heap {
      * (xa_chunk_keep_key of the heap's node: every arena's blocks, but
      * another node's under NUMA); 0 in the empty heap keeps nothing. */
     unsigned keep_key;
+    unsigned arena_index;          /* h->arena->index, for the remote free */
+    /* Bit per class whose foreign stack's blocks count against this
+     * heap's own arena instead of their slabs' arenas: set while the
+     * stack serves this thread's allocations (see foreign_charge). */
+    uint64_t foreign_charged;
     xa_numa_thread numa;           /* node last seen by the slow path */
     /* Idle reclaim (purger thread only, under heaps_lock): 1 while it takes
      * pages of this heap's empty current slabs; the owner's slow paths wait
@@ -428,9 +433,11 @@ XA_FAST_PATH void xa_heap_free_remote_fast(xa_heap *h, xa_chunk *c, xa_slab *s, 
                   !xa_block_marked_free(b))) {
         xa_slab *f = xa_heap_foreign(h, cls);
         struct xa_heap_remote *r = xa_heap_remote(h);
-        unsigned slot = c->arena_index % XA_HEAP_REMOTE_SLOTS;
-        if (xa_likely(f->reserved - f->used < f->capacity &&
-                      r->arena_plus1[slot] == c->arena_index + 1)) {
+        /* The arena whose live bytes drop: the block's, or this heap's own
+         * while the stack serves this thread (foreign_charged). */
+        unsigned ai = (h->foreign_charged >> cls) & 1 ? h->arena_index : c->arena_index;
+        unsigned slot = ai % XA_HEAP_REMOTE_SLOTS;
+        if (xa_likely(f->reserved - f->used < f->capacity && r->arena_plus1[slot] == ai + 1)) {
             b->mark = xa_free_mark_of(b);
             xa_heap_foreign_push(f, b);
             h->remote_nfree[cls]++;

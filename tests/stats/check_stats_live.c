@@ -258,6 +258,76 @@ START_TEST(test_remote_frees_of_many_arenas_counted)
 }
 END_TEST
 
+/* A thread that frees another arena's blocks keeps them for its own next
+ * allocations of the class (its foreign stack), hands them out, and frees
+ * them again: through all of it each arena's live bytes are those of its
+ * own blocks. Once every block is freed, the producer's arena has dropped
+ * by its blocks and the consumer's arena is where it was (it allocated
+ * nothing of its own: every block it handed out was the producer's). */
+enum { N_HANDOFF = 200, HANDOFF_ROUNDS = 4 };
+static void *handoff_blocks[N_HANDOFF];
+static pthread_barrier_t handoff_made, handoff_done;
+static void *handoff_producer(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < N_HANDOFF; i++)
+        handoff_blocks[i] = malloc(200);
+    pthread_barrier_wait(&handoff_made); /* allocated */
+    pthread_barrier_wait(&handoff_done); /* consumer done, main has looked */
+    return NULL;
+}
+static void *handoff_consumer(void *arg)
+{
+    (void)arg;
+    /* A heap first: a thread without one hands every free to the owner. */
+    void *volatile own = malloc(1);
+    free(own);
+    for (int r = 0; r < HANDOFF_ROUNDS; r++) {
+        for (int i = 0; i < N_HANDOFF; i++)
+            free(handoff_blocks[i]);
+        if (r + 1 < HANDOFF_ROUNDS)
+            for (int i = 0; i < N_HANDOFF; i++) {
+                handoff_blocks[i] = malloc(200);
+                memset(handoff_blocks[i], r, 200);
+            }
+    }
+    return NULL;
+}
+
+START_TEST(test_handed_off_blocks_stay_with_their_arena)
+{
+    pthread_barrier_init(&handoff_made, NULL, 2);
+    pthread_barrier_init(&handoff_done, NULL, 2);
+    pthread_t prod, cons;
+    ck_assert_int_eq(pthread_create(&prod, NULL, handoff_producer, NULL), 0);
+    pthread_barrier_wait(&handoff_made);
+    size_t cs = malloc_usable_size(handoff_blocks[0]);
+    int rc1 = xalloc_stats_get(&before);
+    ck_assert_int_eq(pthread_create(&cons, NULL, handoff_consumer, NULL), 0);
+    pthread_join(cons, NULL); /* exited: its heap's counters are retired */
+    int rc2 = xalloc_stats_get(&after);
+    pthread_barrier_wait(&handoff_done);
+    pthread_join(prod, NULL);
+    ck_assert(rc1 == 0 && rc2 == 0);
+    uint64_t blocks = (uint64_t)N_HANDOFF * cs;
+    unsigned dropped = 0;
+    for (unsigned a = 0; a < after.arenas_count; a++) {
+        uint64_t b = before.arenas[a].allocated, x = after.arenas[a].allocated;
+        /* The consumer's thread start allocates a little of its own (its
+         * TLS vector), freed at its exit: within a page either way. */
+        if (b > x && b - x >= blocks - 4096 && b - x <= blocks + 4096)
+            dropped++;
+        else
+            ck_assert_msg(b - x + 4096 <= 8192,
+                          "arena %u: allocated %lu -> %lu, only the producer's arena should "
+                          "change (by %lu)",
+                          a, (unsigned long)b, (unsigned long)x, (unsigned long)blocks);
+    }
+    ck_assert_uint_eq(dropped, 1);
+    assert_arenas_add_up(&after, " (blocks handed between arenas)");
+}
+END_TEST
+
 START_TEST(test_large_counts)
 {
     static void *p[8];
@@ -587,6 +657,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_exact_counts);
     tcase_add_test(t, test_remote_frees_counted);
     tcase_add_test(t, test_remote_frees_of_many_arenas_counted);
+    tcase_add_test(t, test_handed_off_blocks_stay_with_their_arena);
     tcase_add_test(t, test_large_counts);
     tcase_add_test(t, test_resident_close_to_vmrss);
     tcase_add_test(t, test_file_published);
