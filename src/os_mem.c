@@ -1,6 +1,6 @@
 /* os_mem.c: os layer, the memory half: the only file that calls mmap,
  * munmap, mremap, madvise, mbind and prctl. Mechanism only; the policy
- * (when to purge, THP mode, which node) lives in arena.c and pages.c.
+ * (when to purge, THP mode, which node) lives in the arena layer and pages.c.
  * Memory is never mapped writable and executable (units with
  * MemoryDenyWriteExecute=yes must keep working). errno is preserved. */
 #define _GNU_SOURCE

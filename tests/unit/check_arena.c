@@ -1,6 +1,7 @@
-/* check_arena.c: unit tests of the arena (src/arena.c): large extents
- * with best fit, coalescing and in-place resize, huge blocks with mremap,
- * decay and purge, statistics of runs. Uses the internal test build. */
+/* check_arena.c: unit tests of the arena layer (src/arena*.c, run.c,
+ * large.c, decay.c, huge.c): large extents with best fit, coalescing and
+ * in-place resize, huge blocks with mremap, decay and purge, statistics
+ * of runs. Uses the internal test build. */
 #include <check.h>
 
 #include "unit/unit_main.h"

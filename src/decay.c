@@ -1,0 +1,110 @@
+/* decay.c: when free memory goes back to the OS: at free time above the
+ * dirty allowance, after decay_ms (slow paths, the purger thread), or all
+ * of it on request.
+ * Layer: arena; above pages, os. */
+#include "arena_internal.h"
+
+#include "config.h"
+#include "os.h"
+#include "pages.h"
+
+static size_t purge_free_run(xa_arena *a, xa_slab *s, unsigned path)
+{
+    xa_chunk *c = xa_chunk_of(s);
+    size_t bytes = (size_t)s->units << XA_UNIT_SHIFT;
+    if (c->used_units == 0) {
+        xa_chunk_release(a, c, path);
+        return bytes;
+    }
+    if (c->huge_advised && !a->purge_split) {
+        /* Purging part of a huge page would split it: only whole chunks go
+         * back under thp:always. The run stays dirty, out of the FIFO,
+         * until its chunk empties (then it is queued again). */
+        xa_dirty_remove(a, s);
+        return 0;
+    }
+    xa_bin_remove(a, s);
+    xa_dirty_remove(a, s);
+    bool zero = xa_pages_purge(xa_unit_addr(c, s->first_unit), bytes);
+    a->dirty_units -= s->dunits;
+    a->retained_units += s->dunits;
+    if (a->dirty_units < a->dirty_low_units)
+        a->dirty_low_units = a->dirty_units;
+    bytes = (size_t)s->dunits << XA_UNIT_SHIFT;
+    s->dunits = 0;
+    s->dirty = 0;
+    s->zeroed = zero;
+    __atomic_fetch_add(&a->purged_bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->purged_by[path], bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->npurge, 1, __ATOMIC_RELAXED);
+    xa_bin_insert(a, s);
+    return bytes;
+}
+
+uint64_t xa_arena_dirty_allowance_units(const xa_arena *a)
+{
+    return xa_dirty_allowance_units(a);
+}
+
+/* The free-time purge, past its test (xa_purge_excess). */
+void xa_purge_oldest(xa_arena *a, uint64_t allow)
+{
+    for (xa_slab *s = a->dirty_head; s && a->dirty_units > allow / 2;) {
+        xa_slab *next = s->dnext;
+        purge_free_run(a, s, XA_PURGE_AT_FREE);
+        s = next;
+    }
+    a->dirty_low_units = a->dirty_units;
+}
+
+void xa_decay_run(xa_arena *a, uint64_t now, bool force, unsigned path)
+{
+    uint64_t decay_ns = (uint64_t)xa_opt.decay_ms * 1000000u;
+    xa_slab *s = a->dirty_head;
+    while (s && (force || now - s->freed_ns >= decay_ns)) {
+        xa_slab *next = s->dnext;
+        purge_free_run(a, s, path);
+        s = next;
+    }
+    __atomic_fetch_add(&a->purged_by[path], xa_huge_cache_purge(a, now, force), __ATOMIC_RELAXED);
+    /* Next check: when the oldest dirty run comes due, at most a decay
+     * period (and at least 1 ms) away. */
+    uint64_t step = decay_ns / 4 > 1000000u ? decay_ns / 4 : 1000000u;
+    __atomic_store_n(&a->next_decay_ns, now + step, __ATOMIC_RELAXED);
+}
+
+void xa_arena_maybe_decay(xa_arena *a, uint64_t now, unsigned path)
+{
+    if (now < __atomic_load_n(&a->next_decay_ns, __ATOMIC_RELAXED))
+        return;
+    xa_lock_acquire(&a->lock);
+    xa_slab_reclaim_abandoned(a);
+    xa_decay_run(a, now, false, path);
+    xa_lock_release(&a->lock);
+}
+
+size_t xa_arena_purge_all(xa_arena *a)
+{
+    xa_lock_acquire(&a->lock);
+    uint64_t before = __atomic_load_n(&a->purged_bytes, __ATOMIC_RELAXED);
+    xa_slab_reclaim_abandoned(a);
+    uint64_t now = xa_os_now_ns();
+    /* Forced purge also takes clean-but-never-queued dirty runs of
+     * thp:always chunks: the operator asked for memory back now. */
+    for (unsigned n = 1; n < XA_UNITS_PER_CHUNK; n++) {
+        for (xa_slab *s = a->bin_head[n]; s;) {
+            xa_slab *next = s->next;
+            if (s->dirty && !s->in_dirty_list)
+                xa_dirty_append(a, s);
+            s = next;
+        }
+    }
+    /* Even huge chunks give their free runs back now: the operator asked,
+     * and a split huge page is the price. */
+    a->purge_split = true;
+    xa_decay_run(a, now, true, XA_PURGE_TRIM);
+    a->purge_split = false;
+    size_t purged = (size_t)(__atomic_load_n(&a->purged_bytes, __ATOMIC_RELAXED) - before);
+    xa_lock_release(&a->lock);
+    return purged;
+}
