@@ -863,13 +863,28 @@ static size_t usable_prof(xa_chunk *c, void *p)
                                                            : SIZE_MAX;
 }
 
-/* A sampled block moves: a new sampled block of size bytes (tagged or
- * not), old bytes of p copied, p freed by free_old, the record rec (may be
- * NULL) put back for the new one. NULL when out of memory (p untouched:
- * the caller puts rec back). */
+/* Growth that realloc_impl serves with a large run (see grow_as_run). */
+static inline bool prof_grows_as_run(size_t old, size_t size)
+{
+    return size > old && size > REALLOC_RUN_MIN && size <= XA_LARGE_MAX &&
+           xa_tls_heap != &xa_heap_empty;
+}
+
+/* A sampled block of old usable bytes moves: a new sampled block of size
+ * bytes (a large run when it grows as realloc_impl would make one: it then
+ * grows in place), old bytes of p copied, p freed (hd: tagged block b),
+ * the record rec (may be NULL) put back for the new one. NULL when out of
+ * memory (p untouched: the caller puts rec back). */
 static void *prof_move(void *p, size_t old, size_t size, void *rec, prof_hdr *hd, char *b)
 {
-    prof_placed nb = prof_block(size, 16, false);
+    prof_placed nb = {NULL, NULL};
+    if (prof_grows_as_run(old, size)) {
+        nb.p = malloc_big(size, 0, false);
+        if (nb.p && junk)
+            junk_fill_new(nb.p, size);
+    } else {
+        nb = prof_block(size, 16, false);
+    }
     void *q = nb.p;
     if (!q)
         return NULL;
@@ -878,9 +893,8 @@ static void *prof_move(void *p, size_t old, size_t size, void *rec, prof_hdr *hd
         prof_untag_free(hd, b);
     else
         free_inline(p); /* (out of the table already) */
-    if (rec) {
+    if (rec)
         xa_prof_sample_put(rec, q, size, nb.slot);
-    }
     return q;
 }
 
@@ -924,7 +938,14 @@ static XA_NOINLINE void *realloc_prof(void *p, size_t size)
             xa_prof_sample_put(taken, NULL, 0, NULL);
             return NULL;
         }
-        if (size > XA_SMALL_MAX) { /* stays big */
+        /* Stays big: past the largest class, or a run that realloc_impl
+         * keeps (same units) or grows (in place when it can); not in junk
+         * mode, where junk_realloc would make a slab block. */
+        bool run_kept = size > REALLOC_RUN_MIN && size <= XA_LARGE_MAX &&
+                        ((size + XA_UNIT_SIZE - 1) >> XA_UNIT_SHIFT) == (old >> XA_UNIT_SHIFT) &&
+                        (uintptr_t)p - (uintptr_t)c < XA_CHUNK_SIZE &&
+                        xa_run_of(c, p)->kind == XA_RUN_LARGE;
+        if (size > XA_SMALL_MAX || (!junk && (run_kept || prof_grows_as_run(old, size)))) {
             q = realloc_impl(p, size);
             xa_prof_sample_put(taken, q ? q : p, q ? size : SIZE_MAX, NULL);
             return q;

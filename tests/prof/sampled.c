@@ -170,6 +170,30 @@ static void t_realloc(void)
     CHECK(q && intact(q, 190, 5), "reallocarray growing");
     CHECK(reallocarray_v(q, huge_count, 3) == NULL, "reallocarray overflow");
     free_v(q); /* (a failed reallocarray leaves q allocated) */
+    /* Big sampled blocks resized inside their run, and a huge one (1 MiB
+     * alignment) shrunk to slab sizes: each must stay a sampled block. */
+    static const size_t big_steps[] = {300000, 290000, 270000, 250000, 200000, 20000, 100};
+    for (int huge = 0; huge < 2; huge++) {
+        q = huge ? use(memalign((size_t)1 << 20, 262145)) : use(malloc(262145));
+        CHECK(q != NULL, "big block %d", huge);
+        if (!q)
+            break;
+        fill(q, 262145, 9);
+        size_t held = 262145;
+        for (unsigned k = 0; k < sizeof big_steps / sizeof big_steps[0]; k++) {
+            size_t m = big_steps[k];
+            unsigned char *r = realloc(q, m);
+            CHECK(r && intact(r, held < m ? held : m, 9), "big %d realloc to %zu", huge, m);
+            if (!r)
+                break;
+            if (m > held)
+                fill(r, m, 9);
+            CHECK(malloc_usable_size(r) >= m, "big %d usable after realloc to %zu", huge, m);
+            q = r;
+            held = m;
+        }
+        free(q);
+    }
     q = realloc(NULL, 77); /* a malloc */
     CHECK(q && malloc_usable_size(q) >= 77, "realloc(NULL, 77)");
     free(q);
