@@ -42,12 +42,14 @@ uninstall-prof:
 #   (google-pprof and jeprof on a two-site profile, estimates within 15%),
 #   deadlock (prof_sample:1 with dlopen/dlclose and fork), dump on request
 #   (also of a process of another user), leak report, every allocating
-#   entry point, prof_active at run time, the resident footprint of a
-#   small profiled program; and the Check suite of the sampler's
+#   entry point, prof_active at run time, sampled blocks through every
+#   entry point (prof_sample:1, junk too, double frees reported), the
+#   resident footprint of a small profiled program; and the Check suite of the sampler's
 #   arithmetic (check_prof_math). About 30 s.
 # check-prof-compat: with prof:false the profiling library passes the API
 #   conformance suite, the danger-list probes and the real programs; with
-#   prof:true (a small sample distance) the API suite and the probes. It
+#   prof:true (a small sample distance) the API suite and the probes, and
+#   the API suite again with every allocation sampled (prof_sample:1). It
 #   runs a byte-for-byte copy of libxalloc-prof.so.1 named libxalloc.so.1,
 #   because those tests recognise the library by that file name.
 
@@ -55,7 +57,7 @@ PROF_T := $(BUILD)/tests/prof
 PROF_T_CFLAGS = -std=gnu11 -O2 -g $(WARN) -fno-omit-frame-pointer -pthread -rdynamic
 PROF_T_BINS := $(PROF_T)/two_sites $(PROF_T)/deadlock $(PROF_T)/holder $(PROF_T)/leaky \
         $(PROF_T)/active $(PROF_T)/grow $(PROF_T)/dump_request $(PROF_T)/dl_obj.so \
-        $(PROF_T)/footprint
+        $(PROF_T)/footprint $(PROF_T)/sampled
 PROF_ALIAS := $(BUILD)/prof-alias/libxalloc.so.1
 
 $(PROF_T)/%: tests/prof/%.c
@@ -101,6 +103,10 @@ check-prof-compat: $(PROF_ALIAS) tests-build
 	  $(XT_DIR)/api/check_api
 	XALLOC_CONF=prof:true,prof_sample:64k,prof_dir:$(abspath $(PROF_T)/compat-dumps) \
 	  bash tests/integration/run.sh xalloc $(XT_DIR)/integration $(PROF_ALIAS)
+	@# Every allocation sampled: sampled blocks through the whole API suite (~10 s).
+	$(XT_CK_ENV) LD_PRELOAD=$(abspath $(PROF_ALIAS)) XT_ALLOCATOR=xalloc \
+	  XALLOC_CONF=prof:true,prof_sample:1,prof_dir:$(abspath $(PROF_T)/compat-dumps) \
+	  $(XT_DIR)/api/check_api
 
 CHECK_TARGETS += check-prof check-prof-compat
 

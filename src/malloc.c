@@ -270,11 +270,19 @@ static XA_NOINLINE void free_not_owned(xa_chunk *c, xa_slab *s, void *p)
     free_generic(c, p);
 }
 
+#if XA_PROF
+static bool free_prof(xa_chunk *c, void *p);
+#endif
+
 /* Everything else: validation with a report, owner frees that looked like
  * double frees, junk filling, large and huge blocks. */
 static XA_NOINLINE void free_generic(xa_chunk *c, void *p)
 {
     xa_heap *h = xa_tls_heap;
+#if XA_PROF
+    if (xa_prof_on && free_prof(c, p)) /* prof hook: sampled blocks */
+        return;
+#endif
     size_t usable = block_usable("free", c, p);
     if (junk)
         junk_check_free(p, usable);
@@ -336,11 +344,9 @@ static XA_NOINLINE void free_other(void *p)
 
 XA_FAST_PATH void free_inline(void *p)
 {
-    /* prof hook: a sampled block leaves the profile; free_other frees any
-     * pointer (a tail call: the fast path keeps no frame) */
-    if (xa_config_prof && xa_prof_maybe_sampled(p))
-        return free_other(xa_prof_free_slow(p));
-    /* (Junk mode marks its chunks RUNS_SLOW: they go to free_other.) */
+    /* (A sampled block of the profiling build is never a block boundary
+     * or a big block: it goes to free_generic like any bad pointer.)
+     * (Junk mode marks its chunks RUNS_SLOW: they go to free_other.) */
     if (xa_likely(xa_region_of(p) == XA_REGION_RUNS)) {
         xa_chunk *c = xa_chunk_of(p);
         xa_slab *s = xa_run_of(c, p);
@@ -387,10 +393,15 @@ static XA_NOINLINE void *junk_realloc(void *p, size_t size)
 /* ---- aligned allocation ---- */
 
 static void *aligned_impl(size_t align, size_t size);
+#if XA_PROF
+static XA_NOINLINE void *aligned_sampled(size_t align, size_t size);
+#endif
 static void *aligned_internal(size_t align, size_t size)
 {
-    if (xa_config_prof) /* prof hook */
-        return xa_prof_on_alloc(aligned_impl(align, size), size);
+#if XA_PROF
+    if (xa_prof_sample_due(size)) /* prof hook */
+        return aligned_sampled(align, size);
+#endif
     return aligned_impl(align, size);
 }
 
@@ -429,17 +440,19 @@ static size_t round_pow2(size_t a)
 
 /* ---- the API ---- */
 
-/* prof hook: an allocation chosen for sampling, out of line so that the
- * fast path keeps no register live across the allocation. */
-static XA_NOINLINE void *malloc_sampled(size_t size)
-{
-    return xa_prof_alloc_slow(malloc_inline(size), size);
-}
+#if XA_PROF
+static XA_NOINLINE void *malloc_sampled(size_t size);
+static XA_NOINLINE void *calloc_sampled(size_t total);
+static XA_NOINLINE void *realloc_prof(void *p, size_t size);
+static size_t usable_prof(xa_chunk *c, void *p);
+#endif
 
 XA_API void *API(malloc)(size_t size)
 {
-    if (xa_config_prof && xa_prof_sample_due(size)) /* prof hook */
+#if XA_PROF
+    if (xa_prof_sample_due(size)) /* prof hook */
         return malloc_sampled(size);
+#endif
     return malloc_inline(size);
 }
 
@@ -471,26 +484,28 @@ XA_API void *API(calloc)(size_t n, size_t size)
     size_t total;
     if (__builtin_mul_overflow(n, size, &total))
         return enomem();
+#if XA_PROF
+    if (xa_prof_sample_due(total) && xa_prof_sample_begin()) /* prof hook */
+        return calloc_sampled(total);
+#endif
     if (total <= XA_SMALL_MAX) {
         void *p = malloc_inline(total);
         if (p)
             memset(p, 0, total);
-        return xa_prof_on_alloc(p, total); /* prof hook */
+        return p;
     }
-    return xa_prof_on_alloc(malloc_big(total, 0, true), total); /* prof hook */
+    return malloc_big(total, 0, true);
 }
 
 static void *realloc_impl(void *p, size_t size);
 XA_API void *API(realloc)(void *p, size_t size)
 {
-    if (xa_config_prof && xa_prof_on && p) { /* prof hook: growth counts, see prof.h */
-        size_t old = API(malloc_usable_size)(p);
-        void *taken = xa_prof_realloc_take(p);
-        void *q = realloc_impl(p, size);
-        return xa_prof_realloc_done(p, q, old, q ? API(malloc_usable_size)(q) : 0, size, taken);
-    }
-    if (xa_config_prof) /* prof hook: realloc(NULL, size) is a malloc */
-        return xa_prof_on_alloc(realloc_impl(p, size), size);
+#if XA_PROF
+    if (!p) /* prof hook: realloc(NULL, size) is a malloc */
+        return API(malloc)(size);
+    if (xa_prof_on) /* prof hook: sampled blocks, growth counts (see prof.h) */
+        return realloc_prof(p, size);
+#endif
     return realloc_impl(p, size);
 }
 
@@ -629,11 +644,343 @@ XA_API size_t API(malloc_usable_size)(void *p)
             return 0;
         invalid_pointer("malloc_usable_size", p);
     }
+#if XA_PROF
+    if (xa_prof_on) { /* prof hook: a sampled block's user bytes */
+        size_t u = usable_prof(c, p);
+        if (u != SIZE_MAX)
+            return u;
+    }
+#endif
     size_t usable = block_usable("malloc_usable_size", c, p);
     if (xa_unlikely(junk) && junk_request(p, usable) != SIZE_MAX)
         return junk_request(p, usable); /* the redzone is not the program's */
     return usable;
 }
+
+#if XA_PROF
+/* ---- sampled blocks (profiling build) ----
+ * A sampled request of size bytes aligned to align (at most 64 KiB) that
+ * fits a slab is served from a class of size + off bytes (off = 16, or
+ * align when larger), whose size is a multiple of align, and handed out
+ * at block + off, with a header in the 16 bytes before that pointer: a
+ * tag made of the address and the process secrets, and the sample
+ * record. Every class is a multiple of 16 and the block is at least off +
+ * 1 bytes (so at least 32), hence block + off is never a block boundary:
+ * the owner's free fast path rejects it by itself (xa_slab_is_block), and
+ * so does every other path that takes a block boundary only, which all
+ * end in free_generic, where the tag is recognised before anything
+ * reports an interior pointer. The free path of ordinary blocks thus has
+ * no profiling test at all, and a sampled free needs no table lookup.
+ * Anything else (big blocks, and the few requests within off bytes of the
+ * largest class) is a large or huge block entered in the table of
+ * sampled blocks, consulted by the big blocks' free path only. */
+
+typedef struct prof_hdr {
+    void *rec;    /* the sample record, or NULL (none could be made) */
+    uintptr_t tag; /* prof_tag(user pointer) */
+} prof_hdr;
+_Static_assert(sizeof(prof_hdr) == 16, "the header fits the 16 bytes every offset leaves");
+
+/* 2^-64 odds that user data matches, from secrets the program cannot read
+ * back (free blocks carry xa_free_mark_of(), which a tag never equals but
+ * by the same odds). */
+static inline uintptr_t prof_tag(const void *user)
+{
+    return (((uintptr_t)user ^ xa_heap_secret) * 0x9e3779b97f4a7c15ULL) ^ xa_heap_free_mark;
+}
+
+static inline prof_hdr *prof_header_of(void *user)
+{
+    return (prof_hdr *)user - 1;
+}
+
+/* The header of p when p is the user pointer of a tagged sampled block of
+ * chunk c (its block start in *block, its slab in *slab); NULL when it is
+ * not one. p at a power-of-two offset in a freed block is a second free
+ * (or realloc) of a sampled block: reported as such (fn). */
+static prof_hdr *prof_tagged(xa_chunk *c, void *p, const char *fn, char **block, xa_slab **slab)
+{
+    if ((uintptr_t)p - (uintptr_t)c >= XA_CHUNK_SIZE || ((uintptr_t)p & 15) != 0)
+        return NULL;
+    xa_slab *s = xa_run_of(c, p);
+    if (s->kind != XA_RUN_SMALL)
+        return NULL;
+    uintptr_t rel = (uintptr_t)p - (uintptr_t)s->start;
+    if (rel >= (uintptr_t)s->capacity * s->block_size)
+        return NULL;
+    uintptr_t in = rel % s->block_size;
+    if (in == 0)
+        return NULL;
+    char *b = (char *)p - in;
+    prof_hdr *hd = prof_header_of(p);
+    if (hd->tag != prof_tag(p)) {
+        if ((in & (in - 1)) == 0 && xa_block_marked_free((xa_block *)b))
+            xa_fatal("%s(): double free of %p (a sampled block, already freed)", fn, p);
+        return NULL;
+    }
+    *block = b;
+    *slab = s;
+    return hd;
+}
+
+/* User bytes of tagged block p (block b of slab s): to the block's end, or
+ * to the redzone in junk mode. */
+static size_t prof_tagged_usable(xa_slab *s, char *b, void *p)
+{
+    size_t off = (size_t)((char *)p - b);
+    if (xa_unlikely(junk)) {
+        size_t req = junk_request(b, s->block_size);
+        if (req != SIZE_MAX && req >= off)
+            return req - off;
+    }
+    return s->block_size - off;
+}
+
+/* Takes the header off tagged block p and frees the block; returns its
+ * record (the caller puts it back or drops it). */
+static void *prof_untag_free(prof_hdr *hd, char *b)
+{
+    void *rec = hd->rec;
+    /* A second free of p no longer finds a tag; with off = 16 the header
+     * is the block's first 16 bytes, now as a live block has them. */
+    hd->rec = NULL;
+    hd->tag = 0;
+    free_inline(b);
+    return rec;
+}
+
+/* True when p is a block of a slab (not large, not huge). Pre: p valid. */
+static bool prof_in_slab(void *p)
+{
+    xa_chunk *c = xa_chunkmap_lookup(p);
+    return c && (uintptr_t)p - (uintptr_t)c < XA_CHUNK_SIZE &&
+           xa_run_of(c, p)->kind == XA_RUN_SMALL;
+}
+
+/* A sampled block: its user pointer (NULL with errno set when out of
+ * memory), and where its record goes: the header's slot, or NULL for a
+ * big block (the table). Returned in registers: no local of the caller
+ * has its address taken, which would keep it from tail calls. */
+typedef struct prof_placed {
+    void *p;
+    void **slot;
+} prof_placed;
+
+/* Allocates the block of a sampled request (see above); the header's
+ * record is left NULL. */
+static prof_placed prof_block(size_t size, size_t align, bool zero)
+{
+    if (size > (size_t)PTRDIFF_MAX || align > (size_t)PTRDIFF_MAX)
+        return (prof_placed){enomem(), NULL};
+    size_t off = align > 16 ? align : 16;
+    if (off <= XA_UNIT_SIZE && size <= XA_SMALL_MAX - off) {
+        /* 1 byte at least: the class of a 0-byte request plus 16 would be
+         * the 16-byte one, where block + 16 is the next boundary. */
+        size_t want = (size ? size : 1) + off;
+        unsigned cls = xa_size_class(want);
+        while (off > 16 && cls < XA_NCLASSES && xa_classes[cls].size % off != 0)
+            cls++;
+        if (cls < XA_NCLASSES) {
+            /* (aligned_impl's way: slabs start on 64 KiB boundaries.) */
+            char *b = malloc_inline(off == 16 ? want : xa_classes[cls].size);
+            if (!b)
+                return (prof_placed){NULL, NULL};
+            void *p = b + off;
+            prof_hdr *hd = prof_header_of(p);
+            hd->rec = NULL;
+            hd->tag = prof_tag(p);
+            if (zero)
+                memset(p, 0, size);
+            return (prof_placed){p, &hd->rec};
+        }
+    }
+    /* Never a slab block: its free would take the fast path unseen. */
+    size_t big = size <= XA_SMALL_MAX ? XA_SMALL_MAX + 1 : size;
+    void *p = malloc_big(big, align > 16 ? align : 0, zero);
+    if (p && junk) {
+        /* A fresh redzone for size bytes (big may be more than size: a
+         * tag left behind by an earlier block at p would not match). */
+        junk_fill_new(p, size);
+        if (zero)
+            memset(p, 0, size);
+    }
+    return (prof_placed){p, NULL};
+}
+
+/* A sampled allocation, recorded. Inline: every frame between the entry
+ * point and the unwinder costs each sample a step of the unwind. */
+static inline __attribute__((always_inline)) void *prof_alloc(size_t size, size_t align, bool zero)
+{
+    prof_placed b = prof_block(size, align, zero);
+    if (!b.p)
+        return NULL;
+    /* A tail call: the frames above the program's are the entry point's
+     * and the recorder's, as for any sample. */
+    return xa_prof_sample_record(b.p, size, b.slot);
+}
+
+/* The entry points' sampled paths (the distance ran out). */
+static XA_NOINLINE void *malloc_sampled(size_t size)
+{
+    return xa_prof_sample_begin() ? prof_alloc(size, 16, false) : malloc_inline(size);
+}
+
+/* (calloc asks xa_prof_sample_begin() itself: one body for its unsampled
+ * path.) */
+static XA_NOINLINE void *calloc_sampled(size_t total)
+{
+    return prof_alloc(total, 16, true);
+}
+
+static XA_NOINLINE void *aligned_sampled(size_t align, size_t size)
+{
+    return xa_prof_sample_begin() ? prof_alloc(size, align, false) : aligned_impl(align, size);
+}
+
+/* free_generic's hook: frees p when it is a tagged block; takes a sampled
+ * big block out of the table before it is freed. */
+static bool free_prof(xa_chunk *c, void *p)
+{
+    char *b;
+    xa_slab *s;
+    prof_hdr *hd = prof_tagged(c, p, "free", &b, &s);
+    if (hd) {
+        void *rec = prof_untag_free(hd, b);
+        if (rec)
+            xa_prof_sample_drop(rec);
+        return true;
+    }
+    if (xa_prof_maybe_sampled(p))
+        xa_prof_free_slow(p);
+    return false;
+}
+
+static size_t usable_prof(xa_chunk *c, void *p)
+{
+    char *b;
+    xa_slab *s;
+    return prof_tagged(c, p, "malloc_usable_size", &b, &s) ? prof_tagged_usable(s, b, p)
+                                                           : SIZE_MAX;
+}
+
+/* Growth that realloc_impl serves with a large run (see grow_as_run). */
+static inline bool prof_grows_as_run(size_t old, size_t size)
+{
+    return size > old && size > REALLOC_RUN_MIN && size <= XA_LARGE_MAX &&
+           xa_tls_heap != &xa_heap_empty;
+}
+
+/* A sampled block of old usable bytes moves: a new sampled block of size
+ * bytes (a large run when it grows as realloc_impl would make one: it then
+ * grows in place), old bytes of p copied, p freed (hd: tagged block b),
+ * the record rec (may be NULL) put back for the new one. NULL when out of
+ * memory (p untouched: the caller puts rec back). */
+static void *prof_move(void *p, size_t old, size_t size, void *rec, prof_hdr *hd, char *b)
+{
+    prof_placed nb = {NULL, NULL};
+    if (prof_grows_as_run(old, size)) {
+        nb.p = malloc_big(size, 0, false);
+        if (nb.p && junk)
+            junk_fill_new(nb.p, size);
+    } else {
+        nb = prof_block(size, 16, false);
+    }
+    void *q = nb.p;
+    if (!q)
+        return NULL;
+    memcpy(q, p, old < size ? old : size);
+    if (hd)
+        prof_untag_free(hd, b);
+    else
+        free_inline(p); /* (out of the table already) */
+    if (rec)
+        xa_prof_sample_put(rec, q, size, nb.slot);
+    return q;
+}
+
+/* realloc with prof:true: sampled blocks stay sampled; an ordinary block
+ * counts its growth against the sample distance (see prof.h). */
+static XA_NOINLINE void *realloc_prof(void *p, size_t size)
+{
+    xa_chunk *c = xa_chunkmap_lookup(p);
+    char *b;
+    xa_slab *s;
+    prof_hdr *hd = c ? prof_tagged(c, p, "realloc", &b, &s) : NULL;
+    xa_heap *h = xa_tls_heap;
+    if (hd) {
+        if (h != &xa_heap_empty)
+            h->nrealloc++;
+        if (size == 0) { /* glibc frees and returns NULL */
+            free_inline(p);
+            return NULL;
+        }
+        size_t old = prof_tagged_usable(s, b, p);
+        size_t off = (size_t)((char *)p - b);
+        /* In place while the block still fits and is half used (not in
+         * junk mode: the redzone would not follow). */
+        if (!junk && size <= s->block_size - off && size + off > s->block_size / 2) {
+            if (hd->rec)
+                xa_prof_sample_put(xa_prof_sample_take(hd->rec), p, size, &hd->rec);
+            return p;
+        }
+        void *rec = hd->rec ? xa_prof_sample_take(hd->rec) : NULL;
+        void *q = prof_move(p, old, size, rec, hd, b);
+        if (!q && rec)
+            xa_prof_sample_put(rec, p, SIZE_MAX, &hd->rec);
+        return q;
+    }
+    size_t old = API(malloc_usable_size)(p);
+    void *taken = xa_prof_realloc_take(p);
+    if (taken) { /* a sampled big block */
+        void *q;
+        if (size == 0) {
+            free_inline(p);
+            xa_prof_sample_put(taken, NULL, 0, NULL);
+            return NULL;
+        }
+        /* Stays big: past the largest class, or a run that realloc_impl
+         * keeps (same units) or grows (in place when it can); not in junk
+         * mode, where junk_realloc would make a slab block. */
+        bool run_kept = size > REALLOC_RUN_MIN && size <= XA_LARGE_MAX &&
+                        ((size + XA_UNIT_SIZE - 1) >> XA_UNIT_SHIFT) == (old >> XA_UNIT_SHIFT) &&
+                        (uintptr_t)p - (uintptr_t)c < XA_CHUNK_SIZE &&
+                        xa_run_of(c, p)->kind == XA_RUN_LARGE;
+        if (size > XA_SMALL_MAX || (!junk && (run_kept || prof_grows_as_run(old, size)))) {
+            q = realloc_impl(p, size);
+            xa_prof_sample_put(taken, q ? q : p, q ? size : SIZE_MAX, NULL);
+            return q;
+        }
+        if (h != &xa_heap_empty)
+            h->nrealloc++;
+        q = prof_move(p, old, size, taken, NULL, NULL);
+        if (!q)
+            xa_prof_sample_put(taken, p, SIZE_MAX, NULL);
+        return q;
+    }
+    void *q = realloc_impl(p, size);
+    if (!q)
+        return NULL;
+    /* Usable sizes on both sides: growth inside a size class is free, a
+     * move to the next class counts the whole step. */
+    size_t usable = API(malloc_usable_size)(q);
+    if (xa_likely(!xa_prof_sample_due(usable > old ? usable - old : 0)) ||
+        !xa_prof_sample_begin())
+        return q;
+    if (!prof_in_slab(q)) {
+        return xa_prof_sample_record(q, size, NULL);
+    }
+    /* A slab block cannot be sampled where it is: move it. */
+    int saved_errno = errno;
+    void *t = prof_alloc(size, 16, false);
+    if (!t) {
+        errno = saved_errno;
+        return q; /* (unsampled, but the realloc itself succeeded) */
+    }
+    memcpy(t, q, size);
+    free_inline(q);
+    return t;
+}
+#endif
 
 XA_API size_t xalloc_purge(void)
 {
@@ -744,8 +1091,10 @@ int __posix_memalign(void **out, size_t align, size_t size);
 
 XA_API void *__libc_malloc(size_t size)
 {
-    if (xa_config_prof && xa_prof_sample_due(size)) /* prof hook */
+#if XA_PROF
+    if (xa_prof_sample_due(size)) /* prof hook */
         return malloc_sampled(size);
+#endif
     return malloc_inline(size);
 }
 XA_API void __libc_free(void *p) { free_inline(p); }

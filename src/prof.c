@@ -10,8 +10,10 @@
  *
  * A sample unwinds with no lock held, under a thread-local guard (the
  * unwinder's own allocations are served unsampled), then takes the table
- * lock to intern the stack and to enter the block in the sampled-block
- * table. Both tables live in metadata memory (meta.c), never in malloc. */
+ * lock to intern the stack and to make the block's record: kept in the
+ * block's header for a small block (malloc.c finds it there at free), or
+ * entered in the sampled-block table for a big one. Both tables live in
+ * metadata memory (meta.c), never in malloc. */
 #define _GNU_SOURCE
 #include "prof.h"
 
@@ -45,7 +47,8 @@ bool xa_prof_on;
 #define PRE_BOOT_DISTANCE ((int64_t)1 << 20)
 #define NEVER INT64_MAX
 
-/* A sampled block. Records are recycled through a free list. */
+/* A sampled block. Records are recycled through a free list; those of
+ * small blocks are in no table (the block's header points at them). */
 typedef struct sample {
     struct sample *next;
     void *ptr;
@@ -227,28 +230,44 @@ static void samples_grow(void)
     sample_buckets = nb;
 }
 
-/* Puts record r (its ptr, size and stack set) into the table and adds it
- * to the live counters. */
-static void sample_link(sample *r)
+/* Adds record r (its size and stack set) to the live counters. */
+static void sample_count(sample *r)
 {
     r->est = estimate(r->size);
-    size_t fi = xa_prof_filter_index(r->ptr);
-    size_t b = sample_bucket(fi);
-    r->next = sample_buckets[b];
-    sample_buckets[b] = r;
-    __atomic_store_n(&xa_prof_filter[fi], 1, __ATOMIC_RELAXED);
     xa_prof_stack *st = r->stack;
     counter_add(&st->live_count, 1);
     counter_add(&st->live_bytes, r->size);
     counter_add(&st->live_est, r->est);
     counter_add(&live_est_total, r->est);
+}
+
+/* Takes record r out of the live counters. */
+static void sample_uncount(sample *r)
+{
+    xa_prof_stack *st = r->stack;
+    counter_sub(&st->live_count, 1);
+    counter_sub(&st->live_bytes, r->size);
+    counter_sub(&st->live_est, r->est);
+    counter_sub(&live_est_total, r->est);
+    if (live_est_total < interval_base)
+        interval_base = live_est_total;
+}
+
+/* Puts record r (its ptr set) into the table of sampled big blocks. */
+static void sample_table_insert(sample *r)
+{
+    size_t fi = xa_prof_filter_index(r->ptr);
+    size_t b = sample_bucket(fi);
+    r->next = sample_buckets[b];
+    sample_buckets[b] = r;
+    __atomic_store_n(&xa_prof_filter[fi], 1, __ATOMIC_RELAXED);
     if (++nsamples > ((size_t)2 << sample_bits))
         samples_grow();
 }
 
 /* Takes p's record out of the table and the live counters; NULL when p
- * is not sampled. Clears the filter byte when no other block of the same
- * index is left. */
+ * is not a sampled big block. Clears the filter byte when no other block
+ * of the same index is left. */
 static sample *sample_unlink(void *p)
 {
     size_t fi = xa_prof_filter_index(p);
@@ -264,13 +283,7 @@ static sample *sample_unlink(void *p)
         }
         found = r;
         *link = r->next;
-        xa_prof_stack *st = r->stack;
-        counter_sub(&st->live_count, 1);
-        counter_sub(&st->live_bytes, r->size);
-        counter_sub(&st->live_est, r->est);
-        counter_sub(&live_est_total, r->est);
-        if (live_est_total < interval_base)
-            interval_base = live_est_total;
+        sample_uncount(r);
         nsamples--;
     }
     if (!others)
@@ -284,21 +297,24 @@ static void sample_release(sample *r)
     free_samples = r;
 }
 
-/* Enters p; returns false when metadata memory ran out. */
-static bool sample_insert(void *p, uint64_t size, xa_prof_stack *st)
+/* A new record of p; NULL when metadata memory ran out. */
+static sample *sample_new(void *p, uint64_t size, xa_prof_stack *st, bool tabled)
 {
     sample *r = free_samples;
     if (r)
         free_samples = r->next;
     else if (!(r = xa_meta_alloc(sizeof *r, 16)))
-        return false;
+        return NULL;
+    r->next = NULL;
     r->ptr = p;
     r->stack = st;
     r->size = size;
-    sample_link(r);
+    sample_count(r);
+    if (tabled)
+        sample_table_insert(r);
     counter_add(&st->alloc_count, 1);
     counter_add(&st->alloc_bytes, size);
-    return true;
+    return r;
 }
 
 /* ---- slow paths ---- */
@@ -320,40 +336,53 @@ static void maybe_interval_dump(void)
     }
 }
 
-XA_SLOW_PATH void *xa_prof_alloc_slow(void *p, size_t size)
+XA_SLOW_PATH bool xa_prof_sample_begin(void)
 {
     if (!__atomic_load_n(&booted, __ATOMIC_ACQUIRE)) {
         xa_prof_left = PRE_BOOT_DISTANCE;
-        return p;
+        return false;
     }
     if (!enabled) {
         xa_prof_left = NEVER;
-        return p;
+        return false;
     }
     if (!thread_ready) {
         /* The first crossing of a thread only arms its counter. */
         thread_setup();
         xa_prof_left = next_distance();
-        return p;
+        return false;
     }
     xa_prof_left = next_distance();
-    if (!p || guard || !__atomic_load_n(&ctor_done, __ATOMIC_ACQUIRE) ||
-        __atomic_load_n(&forked_child, __ATOMIC_RELAXED) ||
-        !__atomic_load_n(&xa_opt.prof_active, __ATOMIC_RELAXED))
-        return p;
+    return !guard && __atomic_load_n(&ctor_done, __ATOMIC_ACQUIRE) &&
+           !__atomic_load_n(&forked_child, __ATOMIC_RELAXED) &&
+           __atomic_load_n(&xa_opt.prof_active, __ATOMIC_RELAXED);
+}
+
+XA_SLOW_PATH void *xa_prof_sample_record(void *p, size_t size, void **slot)
+{
     int saved_errno = errno;
     guard = true;
     uintptr_t pcs[XA_PROF_MAX_DEPTH];
     unsigned depth = xa_prof_backtrace(pcs, XA_PROF_MAX_DEPTH);
     xa_lock_acquire(&prof_lock);
     xa_prof_stack *st = stack_intern(pcs, depth);
-    if (st)
-        sample_insert(p, size, st);
+    sample *r = st ? sample_new(p, size, st, slot == NULL) : NULL;
+    if (slot)
+        *slot = r;
     xa_lock_release(&prof_lock);
     maybe_interval_dump();
     guard = false;
     errno = saved_errno;
     return p;
+}
+
+XA_SLOW_PATH void xa_prof_sample_drop(void *rec)
+{
+    sample *r = rec;
+    xa_lock_acquire(&prof_lock);
+    sample_uncount(r);
+    sample_release(r);
+    xa_lock_release(&prof_lock);
 }
 
 XA_SLOW_PATH void *xa_prof_free_slow(void *p)
@@ -378,26 +407,35 @@ XA_SLOW_PATH void *xa_prof_realloc_take_slow(void *p)
     return r;
 }
 
-XA_SLOW_PATH void *xa_prof_realloc_keep(void *p, void *q, size_t size, void *taken)
+XA_SLOW_PATH void *xa_prof_sample_take(void *rec)
 {
-    sample *r = taken;
     xa_lock_acquire(&prof_lock);
-    if (q) {
-        /* Still the same allocation for the profile: same stack. */
-        if (size > r->size) {
-            counter_add(&r->stack->alloc_bytes, size - r->size);
-        }
-        r->ptr = q;
-        r->size = size;
-        sample_link(r);
-    } else if (size) {
-        sample_link(r); /* realloc failed: p lives on unchanged */
-    } else {
+    sample_uncount(rec);
+    xa_lock_release(&prof_lock);
+    return rec;
+}
+
+XA_SLOW_PATH void xa_prof_sample_put(void *rec, void *p, size_t size, void **slot)
+{
+    sample *r = rec;
+    xa_lock_acquire(&prof_lock);
+    if (!p) {
         sample_release(r); /* realloc(p, 0) freed p */
+    } else {
+        /* Still the same allocation for the profile: same stack. */
+        if (size != SIZE_MAX) {
+            if (size > r->size)
+                counter_add(&r->stack->alloc_bytes, size - r->size);
+            r->size = size;
+        }
+        r->ptr = p;
+        sample_count(r);
+        if (slot)
+            *slot = r;
+        else
+            sample_table_insert(r);
     }
     xa_lock_release(&prof_lock);
-    (void)p;
-    return q;
 }
 
 /* ---- module interface ---- */

@@ -4,11 +4,12 @@
  * os and util, and into prof_unwind (libunwind) and prof_dump (files); never
  * up into heap or arena.
  *
- * The entry points in malloc.c pass every allocation through
- * xa_prof_on_alloc() and every free through xa_prof_on_free(); init.c calls
- * xa_prof_boot() and the fork handlers. In libxalloc.so.1 (XA_PROF == 0)
- * the hooks are empty inlines and no prof*.c file is compiled, so the plain
- * library contains no profiling code at all. */
+ * The entry points in malloc.c count every allocation against the sample
+ * distance (xa_prof_sample_due) and allocate a sampled one their own way
+ * (see "sampled blocks" in malloc.c); init.c calls xa_prof_boot() and the
+ * fork handlers. In libxalloc.so.1 (XA_PROF == 0) the hooks are empty
+ * inlines and no prof*.c file is compiled, so the plain library contains
+ * no profiling code at all. */
 #ifndef XA_PROF_H
 #define XA_PROF_H
 
@@ -19,45 +20,26 @@
 /* ---- fast paths (prof build only) ---- */
 
 /* Bytes this thread may still allocate before the next sample. Starts at
- * 0, so a thread's first allocation takes the slow path, which sets it up
- * (to "never" when prof is off). One decrement per allocation. */
+ * 0, so a thread's first allocation takes the slow path, which sets it up:
+ * to a distance that never runs out before boot is done (re-checked every
+ * MiB) and with prof:false, so that the fast path is one decrement and a
+ * sign test whatever the options. */
 extern __thread int64_t xa_prof_left __attribute__((tls_model("initial-exec")));
-/* Set once at boot when prof:true; with prof:false the hooks cost one
- * load and branch each, on a byte that is never written. */
+/* Set once at boot when prof:true (sampled blocks may exist); tested only
+ * on slow paths and by realloc. */
 #if XA_PROF
 extern bool xa_prof_on;
 #else
 #define xa_prof_on false
 #endif
 
-/* One byte per 4 KiB page of address space (modulo 4 GiB): non-zero when a
- * sampled block starts in a page of that index. A free reads one byte, and
- * takes the slow path only for blocks on such pages (about 1 free in 130 at
- * the default rate, whatever the heap size). Indexing by page keeps the
- * written bytes together: a heap touches one page of the filter per 16 MiB
- * of its address range. All zero when prof is off (untouched .bss). */
-#define XA_PROF_FILTER_BITS 20
-extern uint8_t xa_prof_filter[(size_t)1 << XA_PROF_FILTER_BITS];
-
-static inline size_t xa_prof_filter_index(const void *p)
-{
-    return (size_t)((uintptr_t)p >> 12) & (((size_t)1 << XA_PROF_FILTER_BITS) - 1);
-}
-
-/* Records p (if not NULL) as a sample of size bytes; returns p. */
-XA_SLOW_PATH void *xa_prof_alloc_slow(void *p, size_t size);
-/* Removes p from the profile if it is a sampled block; returns p. */
-XA_SLOW_PATH void *xa_prof_free_slow(void *p);
-
 /* Counts size bytes against this thread's sample distance; true when the
- * allocation of those bytes is to be sampled: the caller then passes its
- * result through xa_prof_alloc_slow(). Deciding before the allocation
- * keeps the fast path free of live registers across it. */
+ * distance ran out: the caller then asks xa_prof_sample_begin() whether
+ * to allocate this request as a sampled block. Deciding before the
+ * allocation keeps the fast path free of live registers across it. */
 XA_FAST_PATH bool xa_prof_sample_due(size_t size)
 {
 #if XA_PROF
-    if (!xa_prof_on)
-        return false;
     int64_t left = (int64_t)((uint64_t)xa_prof_left - size);
     xa_prof_left = left;
     return xa_unlikely(left < 0);
@@ -67,22 +49,43 @@ XA_FAST_PATH bool xa_prof_sample_due(size_t size)
 #endif
 }
 
-/* The same for callers that have the result already: returns p. Pre: no
- * allocator lock held (a sample unwinds). */
-XA_FAST_PATH void *xa_prof_on_alloc(void *p, size_t size)
+/* ---- sampled blocks (prof build only) ----
+ * malloc.c places a sampled block so that its frees reach a slow path by
+ * themselves: a small one (slab) is handed out past a header that holds
+ * its record (tagged), a big one (large or huge) is entered in a table by
+ * address, which the big blocks' free path consults through the filter
+ * below. */
+
+/* Re-arms the distance after xa_prof_sample_due() said it ran out; true
+ * when this allocation is to be sampled (prof:true, booted, the thread's
+ * counter armed, not inside an unwind, not in a fork child, prof_active). */
+XA_SLOW_PATH bool xa_prof_sample_begin(void);
+/* Records block p (user pointer, size bytes requested): unwinds, interns
+ * the stack, counts. slot: where the block keeps its record (its header;
+ * NULL there when none could be made); NULL: p is entered in the table of
+ * sampled blocks instead. Returns p. Pre: xa_prof_sample_begin() returned
+ * true; no allocator lock held. */
+XA_SLOW_PATH void *xa_prof_sample_record(void *p, size_t size, void **slot);
+/* A tagged block with record rec is freed: it leaves the profile. */
+XA_SLOW_PATH void xa_prof_sample_drop(void *rec);
+
+/* One byte per 4 KiB page of address space (modulo 4 GiB): non-zero when a
+ * sampled big block starts in a page of that index. Frees of big blocks
+ * read one byte and look in the table only for blocks on such pages. All
+ * zero when prof is off (untouched .bss). */
+#define XA_PROF_FILTER_BITS 20
+extern uint8_t xa_prof_filter[(size_t)1 << XA_PROF_FILTER_BITS];
+
+static inline size_t xa_prof_filter_index(const void *p)
 {
-#if XA_PROF
-    if (xa_prof_sample_due(size))
-        return xa_prof_alloc_slow(p, size);
-#else
-    (void)size;
-#endif
-    return p;
+    return (size_t)((uintptr_t)p >> 12) & (((size_t)1 << XA_PROF_FILTER_BITS) - 1);
 }
 
-/* True when p may be a sampled block (its page's filter byte is set): the
- * caller then calls xa_prof_free_slow(p) before freeing it. p may be NULL
- * or any pointer the allocator would accept. */
+/* Removes p from the table if it is a sampled big block; returns p. */
+XA_SLOW_PATH void *xa_prof_free_slow(void *p);
+
+/* True when p may be a sampled big block (its page's filter byte is set):
+ * the caller then calls xa_prof_free_slow(p) before freeing it. */
 XA_FAST_PATH bool xa_prof_maybe_sampled(const void *p)
 {
 #if XA_PROF
@@ -100,29 +103,22 @@ XA_FAST_PATH bool xa_prof_maybe_sampled(const void *p)
  * probability 1 - exp(-size / prof_sample) of its final size, as if
  * allocated at once, and a growing buffer costs no more samples than a
  * malloc of its final size. A sampled block stays sampled (same stack)
- * through realloc. Usage, p not NULL:
- *   void *t = xa_prof_realloc_take(p);  (before; NULL unless p is sampled)
- *   q = realloc(p, size);
- *   return xa_prof_realloc_done(p, q, usable(p) before, usable(q), size, t);
- * (only when xa_prof_on: with prof:false realloc pays nothing). */
+ * through realloc: its record is taken out of the profile (and the table)
+ * before, and put back for the block realloc returns after. */
 XA_SLOW_PATH void *xa_prof_realloc_take_slow(void *p);
-XA_SLOW_PATH void *xa_prof_realloc_keep(void *p, void *q, size_t size, void *taken);
+/* Takes the record of a tagged block out of the profile; returns it. */
+XA_SLOW_PATH void *xa_prof_sample_take(void *rec);
+/* Puts a taken record back for block p of size bytes (growth counts as
+ * allocated bytes of its stack; SIZE_MAX: the size it had, a realloc that
+ * failed), stored in *slot, or entered in the table when slot is NULL; p
+ * NULL: the block was freed, the record is released. */
+XA_SLOW_PATH void xa_prof_sample_put(void *rec, void *p, size_t size, void **slot);
 
+/* The record of sampled big block p, taken out of the table; NULL when p
+ * is not one. */
 XA_FAST_PATH void *xa_prof_realloc_take(void *p)
 {
     return xa_prof_maybe_sampled(p) ? xa_prof_realloc_take_slow(p) : NULL;
-}
-
-XA_FAST_PATH void *xa_prof_realloc_done(void *p, void *q, size_t old, size_t usable,
-                                        size_t size, void *taken)
-{
-    if (xa_unlikely(taken != NULL))
-        return xa_prof_realloc_keep(p, q, size, taken);
-    /* Usable sizes on both sides: growth inside a size class is free, a
-     * move to the next class counts the whole step. */
-    if (q && xa_prof_sample_due(usable > old ? usable - old : 0))
-        return xa_prof_alloc_slow(q, size);
-    return q;
 }
 
 /* ---- process hooks (init.c), prof build only ---- */

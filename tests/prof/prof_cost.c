@@ -147,8 +147,8 @@ int main(void)
     qsort(noop, 5, sizeof noop[0], cmp_double);
     qsort(dump + 1, 5, sizeof dump[0], cmp_double);
     printf("One unwind (unw_backtrace, %d frames deep): %.0f ns. A sampled malloc/free pair "
-           "costs %.0f ns more than an unsampled one (unwind, stack intern, block table enter "
-           "and remove; %.0f vs %.0f ns). One dump of a 10,000-stack profile (heap file with "
+           "costs %.0f ns more than an unsampled one (unwind, stack intern, record made and "
+           "dropped; %.0f vs %.0f ns). One dump of a 10,000-stack profile (heap file with "
            "MAPPED_LIBRARIES, plus collapsed stacks): %.1f ms the first time (symbol names "
            "looked up), %.1f ms after (median of 5), request round trip (%.2f ms) subtracted.\n",
            DEPTH + 2, unw, on - off, on, off, dump[0] - noop[2], dump[3] - noop[2], noop[2]);

@@ -21,6 +21,12 @@
 #           once (growth counts against the sample distance).
 # active    prof_active switched on at run time.
 # failure   an unwritable prof_dir is reported once and the program runs on.
+# sampled   with prof_sample:1 (every allocation sampled) small blocks are
+#           served past a tagged header: every entry point (malloc,
+#           calloc, realloc, reallocarray, the aligned ones, free_sized,
+#           free_aligned_sized, cfree, malloc_usable_size), contents,
+#           zeroing, alignment, frees from another thread and a fork child,
+#           also in junk mode; a double free of a sampled block is reported.
 # footprint what prof:true keeps resident in a small program beyond
 #           prof:false: libm is not mapped, and the anonymous memory added
 #           is libunwind's (a 256 KiB trace cache per sampling thread, its
@@ -330,6 +336,36 @@ failure() {
     fi
 }
 
+# ---- sampled blocks through every entry point ----
+sampled() {
+    local d=$W/sampled conf m
+    mkdir -p "$d"
+    for conf in prof:true,prof_sample:1 prof:true,prof_sample:1,junk:true; do
+        if run_prof "$conf" "$BIN/sampled" --expect-sampled >"$d/out" 2>"$d/err" &&
+            grep -q '^sampled.c: ok$' "$d/out"; then
+            ok "sampled: every entry point on sampled blocks ($conf)"
+        else
+            not_ok "sampled: every entry point on sampled blocks ($conf)" "$d/out" "$d/err"
+        fi
+    done
+    if run_prof prof:false "$BIN/sampled" >"$d/out" 2>"$d/err" && grep -q '^sampled.c: ok$' "$d/out"; then
+        ok "sampled: the same program with prof:false"
+    else
+        not_ok "sampled: the same program with prof:false" "$d/out" "$d/err"
+    fi
+    for m in double-free:free double-free-aligned:free realloc-freed:realloc; do
+        run_prof prof:true,prof_sample:1 "$BIN/sampled" --expect-sampled "${m%%:*}" >"$d/out" 2>"$d/err"
+        local rc=$?
+        # (bash adds its own "Aborted" line to the log)
+        if [ "$rc" = 134 ] && [ "$(grep -c '^xalloc:' "$d/err")" = 1 ] &&
+            grep -qE "^xalloc: fatal: ${m#*:}\(\): double free of 0x[0-9a-f]+ \(a sampled block" "$d/err"; then
+            ok "sampled: ${m%%:*} of a sampled block reported: $(grep '^xalloc:' "$d/err")"
+        else
+            not_ok "sampled: ${m%%:*} of a sampled block reported (exit $rc)" "$d/out" "$d/err"
+        fi
+    done
+}
+
 # ---- resident footprint ----
 # result FILE KEY: the value of KEY=... on the RESULT line of FILE
 result() { sed -n "s/^RESULT .*\b$2=\([0-9]*\).*/\1/p" "$1"; }
@@ -379,6 +415,7 @@ leak
 grow
 active
 failure
+sampled
 footprint
 echo "1..$n"
 if [ "$failures" -ne 0 ]; then
