@@ -23,6 +23,8 @@
  * class XA_FINE_CLASSES_BEGIN + 7 is the 8 KiB one. */
 #define XA_FOREIGN_CLASSES 36
 _Static_assert(XA_FOREIGN_CLASSES == XA_FINE_CLASSES_BEGIN + 8, "class 35 is 8 KiB");
+/* Blocks a foreign stack holds at most (see foreign_limit_of in heap.c). */
+#define XA_FOREIGN_MAX 256
 
 typedef struct xa_heap {
     /* ---- hot ---- */
@@ -79,11 +81,7 @@ typedef struct xa_heap {
      * (xa_chunk_keep_key of the heap's node: every arena's blocks, but
      * another node's under NUMA); 0 in the empty heap keeps nothing. */
     unsigned keep_key;
-    unsigned arena_index;          /* h->arena->index, for the remote free */
-    /* Bit per class whose foreign stack's blocks count against this
-     * heap's own arena instead of their slabs' arenas: set while the
-     * stack serves this thread's allocations (see foreign_charge). */
-    uint64_t foreign_charged;
+    unsigned arena_index;          /* h->arena->index */
     xa_numa_thread numa;           /* node last seen by the slow path */
     /* Idle reclaim (purger thread only, under heaps_lock): 1 while it takes
      * pages of this heap's empty current slabs; the owner's slow paths wait
@@ -104,10 +102,12 @@ typedef struct xa_heap {
 
 _Static_assert(sizeof(xa_heap) <= XA_OS_PAGE, "a heap's fields fit one page");
 
-/* A thread heap's memory: its page of fields, then its foreign stacks:
- * blocks of other threads' slabs freed by this thread, reused by its next
- * allocations of the class (a pseudo-slab per class that becomes cur[]
- * when the real slabs run dry; reserved counts pushes, used pops). Each is
+/* A thread heap's memory: its page of fields, then two stacks per class
+ * of blocks of other threads' slabs freed by this thread, reused by its
+ * next allocations of the class: the foreign stack, which the frees push
+ * onto (reserved counts them), and the serving stack, a pseudo-slab that
+ * becomes cur[] when the real slabs run dry, with the foreign stack's
+ * blocks moved over at once (used counts its pops). Each class's are
  * set up on the heap's first remote free of the class (capacity 0 until
  * then sends that free to the slow path; foreign_ready says which are).
  * On pages of their own: a thread that never frees another's blocks never
@@ -125,21 +125,50 @@ struct xa_heap_remote {
     uint32_t arena_plus1[XA_HEAP_REMOTE_SLOTS];
     uint64_t bytes[XA_HEAP_REMOTE_SLOTS]; /* owner-written, read by statistics */
 };
-#define XA_HEAP_ALLOC_SIZE                                                        \
-    (XA_OS_PAGE + XA_FOREIGN_CLASSES * sizeof(xa_slab) + sizeof(struct xa_heap_remote))
+/* Each foreign stack's descriptor is followed by the arena of each block
+ * it holds (entry i: the block pushed when the stack held i; nothing pops
+ * from a foreign stack, its blocks move to the serving stack all at
+ * once): what foreign_charge needs without walking the blocks themselves,
+ * whose lines have often left the cache by then. One store per push, at
+ * a fixed offset from the descriptor the push has in a register. */
+typedef uint16_t xa_foreign_arena_row[XA_FOREIGN_MAX];
+_Static_assert(XA_MAX_ARENAS <= 65536, "an arena index fits 16 bits");
+#define XA_FOREIGN_STRIDE (sizeof(xa_slab) + sizeof(xa_foreign_arena_row))
+#define XA_HEAP_ALLOC_SIZE                                                               \
+    (XA_OS_PAGE + XA_FOREIGN_CLASSES * (XA_FOREIGN_STRIDE + sizeof(xa_slab)) +           \
+     sizeof(struct xa_heap_remote))
 
 static inline xa_slab *xa_heap_foreign(const xa_heap *h, unsigned cls)
 {
-    return (xa_slab *)((uintptr_t)h + XA_OS_PAGE) + cls;
+    return (xa_slab *)((uintptr_t)h + XA_OS_PAGE + cls * XA_FOREIGN_STRIDE);
+}
+
+static inline uint16_t *xa_heap_foreign_arenas(const xa_heap *h, unsigned cls)
+{
+    return (uint16_t *)(xa_heap_foreign(h, cls) + 1); /* (the fast path spells it out) */
+}
+
+/* The serving stack of class cls: the blocks of the foreign stack moved
+ * there in one go when this thread's allocations start taking them (it is
+ * then cur[cls]), so that the frees meanwhile fill the foreign stack
+ * anew: see malloc_slow and foreign_charge in heap.c. */
+static inline xa_slab *xa_heap_serving(const xa_heap *h, unsigned cls)
+{
+    return (xa_slab *)((uintptr_t)h + XA_OS_PAGE + XA_FOREIGN_CLASSES * XA_FOREIGN_STRIDE) + cls;
+}
+
+/* s is one of class cls's two stacks (never found by address). */
+static inline bool xa_heap_is_stack(const xa_heap *h, unsigned cls, const xa_slab *s)
+{
+    return cls < XA_FOREIGN_CLASSES &&
+           (s == xa_heap_foreign(h, cls) || s == xa_heap_serving(h, cls));
 }
 
 static inline struct xa_heap_remote *xa_heap_remote(const xa_heap *h)
 {
-    return (struct xa_heap_remote *)xa_heap_foreign(h, XA_FOREIGN_CLASSES);
+    return (struct xa_heap_remote *)xa_heap_serving(h, XA_FOREIGN_CLASSES);
 }
 
-/* Class cls's foreign stack is set up: the test that reads no page of the
- * stacks (slow paths; the fast path tests the stack's capacity). */
 static inline bool xa_heap_foreign_ready(const xa_heap *h, unsigned cls)
 {
     return (h->foreign_ready >> cls) & 1;
@@ -409,12 +438,16 @@ XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
     }
 }
 
-/* Keeps b (marked free already) in the foreign stack f. */
-XA_FAST_PATH void xa_heap_foreign_push(xa_slab *f, xa_block *b)
+/* Keeps b (marked free already), a block of arena arena_index, in h's
+ * foreign stack f of class cls, which holds n blocks (fewer than its
+ * capacity). */
+XA_FAST_PATH void xa_heap_foreign_push(xa_heap *h, unsigned cls, xa_slab *f, xa_block *b,
+                                       uint32_t n, unsigned arena_index)
 {
     b->next = f->free ^ xa_heap_secret;
     f->free = (uintptr_t)b;
     f->reserved++;
+    xa_heap_foreign_arenas(h, cls)[n] = (uint16_t)arena_index;
 }
 
 /* A small block of another thread's slab (s->kind SMALL, s->heap not h, p
@@ -432,17 +465,24 @@ XA_FAST_PATH void xa_heap_free_remote_fast(xa_heap *h, xa_chunk *c, xa_slab *s, 
                   !(s->in_full & (XA_SLAB_TRIM | XA_SLAB_ABANDONED)) &&
                   !xa_block_marked_free(b))) {
         xa_slab *f = xa_heap_foreign(h, cls);
-        struct xa_heap_remote *r = xa_heap_remote(h);
-        /* The arena whose live bytes drop: the block's, or this heap's own
-         * while the stack serves this thread (foreign_charged). */
-        unsigned ai = (h->foreign_charged >> cls) & 1 ? h->arena_index : c->arena_index;
-        unsigned slot = ai % XA_HEAP_REMOTE_SLOTS;
-        if (xa_likely(f->reserved - f->used < f->capacity && r->arena_plus1[slot] == ai + 1)) {
-            b->mark = xa_free_mark_of(b);
-            xa_heap_foreign_push(f, b);
-            h->remote_nfree[cls]++;
-            __atomic_store_n(&r->bytes[slot], r->bytes[slot] + s->block_size, __ATOMIC_RELAXED);
-            return;
+        unsigned ai = c->arena_index;
+        uint32_t n = f->reserved; /* nothing pops from it */
+        if (xa_likely(n < f->capacity)) {
+            /* The arena entry first, while ai is at hand (an entry past
+             * the count, if the push does not happen, is never read). */
+            ((uint16_t *)(f + 1))[n] = (uint16_t)ai;
+            struct xa_heap_remote *r = xa_heap_remote(h);
+            unsigned slot = ai % XA_HEAP_REMOTE_SLOTS;
+            if (xa_likely(r->arena_plus1[slot] == ai + 1)) {
+                b->mark = xa_free_mark_of(b);
+                b->next = f->free ^ xa_heap_secret;
+                f->free = (uintptr_t)b;
+                f->reserved = n + 1;
+                h->remote_nfree[cls]++;
+                __atomic_store_n(&r->bytes[slot], r->bytes[slot] + s->block_size,
+                                 __ATOMIC_RELAXED);
+                return;
+            }
         }
     }
     xa_heap_free_remote(h, s, b);

@@ -233,8 +233,8 @@ static void check_heap(struct ctx *x, xa_heap *h)
         if (cur == &xa_slab_reclaiming) /* the purger looks at it: the head is current */
             cur = h->avail[cls];
         if (cur != &xa_slab_empty && cur != h->avail[cls] &&
-            !(cls < XA_FOREIGN_CLASSES && cur == xa_heap_foreign(h, cls)))
-            bad(x, "heap: cur[%u] is neither the list head nor the foreign stack", cls);
+            !(cls < XA_FOREIGN_CLASSES && cur == xa_heap_serving(h, cls)))
+            bad(x, "heap: cur[%u] is neither the list head nor the serving stack", cls);
         xa_slab *prev = NULL;
         for (xa_slab *s = h->avail[cls]; s; prev = s, s = s->next) {
             if (s->kind != XA_RUN_SMALL || s->cls != cls || s->heap != h ||
@@ -258,20 +258,34 @@ static void check_heap(struct ctx *x, xa_heap *h)
     for (unsigned cls = 0; cls < XA_FOREIGN_CLASSES; cls++) {
         if (!xa_heap_foreign_ready(h, cls))
             continue; /* never set up (and not read: see XA_HEAP_ALLOC_SIZE) */
-        const xa_slab *f = xa_heap_foreign(h, cls);
-        uint32_t n = 0;
-        for (uintptr_t p = f->free; p && n <= f->reserved; p = dec(((xa_block *)p)->next), n++) {
-            xa_chunk *c = xa_chunkmap_lookup((void *)p);
-            const xa_slab *s = c ? xa_run_of(c, (void *)p) : NULL;
-            if (!s || s->kind != XA_RUN_SMALL || s->cls != cls || !xa_slab_is_block(s, (void *)p)) {
-                bad(x, "heap: foreign stack %u holds %p, not a block of the class", cls,
-                    (void *)p);
-                break;
+        for (unsigned which = 0; which < 2; which++) {
+            const xa_slab *f = which ? xa_heap_serving(h, cls) : xa_heap_foreign(h, cls);
+            const char *name = which ? "serving" : "foreign";
+            if (!which && f->used != 0)
+                bad(x, "heap: foreign stack %u was popped from (%u)", cls, f->used);
+            uint32_t n = 0;
+            for (uintptr_t p = f->free; p && n <= f->reserved;
+                 p = dec(((xa_block *)p)->next), n++) {
+                xa_chunk *c = xa_chunkmap_lookup((void *)p);
+                const xa_slab *s = c ? xa_run_of(c, (void *)p) : NULL;
+                if (!s || s->kind != XA_RUN_SMALL || s->cls != cls ||
+                    !xa_slab_is_block(s, (void *)p)) {
+                    bad(x, "heap: %s stack %u holds %p, not a block of the class", name, cls,
+                        (void *)p);
+                    break;
+                }
+                /* The foreign stack's arena entries follow its blocks
+                 * (entry n - 1 - i for the i-th block from the top). */
+                if (!which && xa_heap_foreign_arenas(h, cls)[f->reserved - 1 - n] !=
+                                  c->arena_index)
+                    bad(x, "heap: foreign stack %u: block %p of arena %u entered as arena %u",
+                        cls, (void *)p, c->arena_index,
+                        xa_heap_foreign_arenas(h, cls)[f->reserved - 1 - n]);
             }
+            if (n != f->reserved - f->used)
+                bad(x, "heap: %s stack %u has %u blocks, counts say %u", name, cls, n,
+                    f->reserved - f->used);
         }
-        if (n != f->reserved - f->used)
-            bad(x, "heap: foreign stack %u has %u blocks, counts say %u", cls, n,
-                f->reserved - f->used);
     }
     uint32_t spares = 0;
     for (unsigned cls = 0; cls < XA_NCLASSES; cls++) {

@@ -85,16 +85,28 @@ static size_t junk_request(void *p, size_t usable)
     return size + 8 < usable && junk_tag(p, size) == tag ? size : SIZE_MAX;
 }
 
-static void junk_fill_new(void *p, size_t size)
+/* A new block's redzone (fill: its bytes junk-filled too; calloc's are
+ * zero). Without room for one, a tag an earlier block at this address
+ * left in the last 8 bytes is wiped: the slack's, or the user bytes just
+ * filled or zeroed hold it, and 0 or 0xa5... is no tag. Left there, it
+ * made a block of the same usable size report the old request as its
+ * usable size, and its next free report an overflow. */
+static void junk_mark_new(void *p, size_t size, bool fill)
 {
-    memset(p, 0xa5, size);
+    if (fill)
+        memset(p, 0xa5, size);
     size_t usable = block_usable("malloc", xa_chunkmap_lookup(p), p);
-    if (size >> 32 || usable - size < 9)
+    if (size >> 32 || usable - size < 9) {
+        if (usable - size == 8)
+            memset((char *)p + size, 0, 8);
         return;
+    }
     uint64_t tag = junk_tag(p, size);
     memset((char *)p + size, JUNK_CANARY, usable - 8 - size);
     memcpy((char *)p + usable - 8, &tag, 8);
 }
+
+static void junk_fill_new(void *p, size_t size) { junk_mark_new(p, size, true); }
 
 /* Pre: junk mode, p a valid block of usable bytes. */
 static void junk_check_free(void *p, size_t usable)
@@ -425,6 +437,8 @@ static void *aligned_impl(size_t align, size_t size)
         }
     }
     void *p = malloc_big(size < XA_SMALL_MAX + 1 ? XA_SMALL_MAX + 1 : size, align, false);
+    if (p && xa_unlikely(junk))
+        junk_fill_new(p, size);
     return p;
 }
 
@@ -494,7 +508,10 @@ XA_API void *API(calloc)(size_t n, size_t size)
             memset(p, 0, total);
         return p;
     }
-    return malloc_big(total, 0, true);
+    void *p = malloc_big(total, 0, true);
+    if (p && xa_unlikely(junk))
+        junk_mark_new(p, total, false);
+    return p;
 }
 
 static void *realloc_impl(void *p, size_t size);

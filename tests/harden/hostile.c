@@ -298,6 +298,25 @@ int main(int argc, char **argv)
         memset(p, 4, malloc_usable_size(p) - 9);
         free_fn(p);
         return 0;
+    } else if (!strcmp(c, "junk-stale-tag")) {
+        /* A big block of the same usable size at the same address as a
+         * freed one, from an entry point that does not junk-fill (aligned,
+         * calloc): the old block's redzone tag is no tag of the new one. */
+        char *a = malloc_fn(265000);
+        free_fn(a);
+        void *q = NULL;
+        if (posix_memalign(&q, 32, 300000) || malloc_usable_size(q) < 300000)
+            return 3;
+        memset(q, 1, 300000);
+        free_fn(q);
+        a = malloc_fn(265000);
+        free_fn(a);
+        char *z = calloc_fn(1, 300000);
+        if (!z || malloc_usable_size(z) < 300000)
+            return 3;
+        memset(z, 2, 300000);
+        free_fn(z);
+        return 0;
     } else {
         return 2;
     }
