@@ -1039,6 +1039,15 @@ bool xa_heap_huge_cache_put(xa_heap *h, xa_chunk *c)
         p != (uintptr_t)c + XA_HUGE_HEADER ||
         __atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) == 0)
         return false;
+    /* One huge mapping parked per thread: that is the hot buffer freed
+     * and taken again. More (up to four of 8 MiB) kept a program whose
+     * buffers grow through the sizes (realloc) holding freed mappings
+     * that no request of its matched, outside the arena's dirty
+     * allowance until decay_ms: a peak 8 MiB above glibc's. */
+    for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++)
+        if ((atomic_load_explicit(&h->large_cache[i], memory_order_relaxed) & SLOT_KEY_MASK) >
+            XA_UNITS_PER_CHUNK)
+            return false;
     /* A parked mapping has no user pointer: a second free of it, or a
      * realloc, is reported as an invalid pointer. It stays on the arena's
      * list of live mappings. */
