@@ -51,26 +51,39 @@ xa_arena *xa_arena_choose_on(int slot)
      * one's freed memory is, instead of growing a fresh arena
      * (round robin would). Under NUMA, among the arenas of the node. */
     unsigned step, first = xa_numa_arenas_of_slot(slot, xa_narenas, &step);
-    unsigned best = first;
-    uint32_t best_threads = UINT32_MAX;
-    for (unsigned i = first; i < xa_narenas; i += step) {
-        xa_arena *a = __atomic_load_n(&xa_arenas[i], __ATOMIC_ACQUIRE);
-        uint32_t t = a ? __atomic_load_n(&a->nthreads, __ATOMIC_RELAXED) : 0;
-        if (t < best_threads) {
-            best_threads = t;
-            best = i;
-            if (t == 0 && a)
-                break; /* an existing idle arena: its memory is warm */
+    for (unsigned tries = 0;; tries++) {
+        unsigned best = first;
+        uint32_t best_threads = UINT32_MAX;
+        for (unsigned i = first; i < xa_narenas; i += step) {
+            xa_arena *a = __atomic_load_n(&xa_arenas[i], __ATOMIC_ACQUIRE);
+            uint32_t t = a ? __atomic_load_n(&a->nthreads, __ATOMIC_RELAXED) : 0;
+            if (t < best_threads) {
+                best_threads = t;
+                best = i;
+                if (t == 0 && a)
+                    break; /* an existing idle arena: its memory is warm */
+            }
         }
+        xa_arena *a = xa_arena_get(best);
+        if (!a) {
+            a = xa_arena_get(0);
+            if (a)
+                __atomic_fetch_add(&a->nthreads, 1, __ATOMIC_RELAXED);
+            return a;
+        }
+        /* Counted now, not when the heap is made, and only if the count is
+         * still the one the choice saw: threads starting together then
+         * spread over arenas instead of several taking the same idle one
+         * while others stay empty. A few tries, then any will do. */
+        uint32_t seen = best_threads;
+        if (tries >= 8) {
+            __atomic_fetch_add(&a->nthreads, 1, __ATOMIC_RELAXED);
+            return a;
+        }
+        if (__atomic_compare_exchange_n(&a->nthreads, &seen, seen + 1, false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+            return a;
     }
-    xa_arena *a = xa_arena_get(best);
-    if (!a)
-        a = xa_arena_get(0);
-    /* Counted now, not when the heap is made: threads starting together
-     * then spread over arenas instead of all picking the same idle one. */
-    if (a)
-        __atomic_fetch_add(&a->nthreads, 1, __ATOMIC_RELAXED);
-    return a;
 }
 
 uint64_t xa_arenas_dirty_bytes(void)
