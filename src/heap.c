@@ -104,8 +104,9 @@ static XA_NOINLINE void foreign_init(xa_heap *h, xa_slab *f, unsigned cls)
  * count and h's own arena's (to_own: towards h's). */
 static void foreign_charge_run(xa_heap *h, unsigned from, uint64_t bytes, bool to_own)
 {
-    remote_add(h, to_own ? from : h->arena_index, (uint64_t)0 - bytes);
-    remote_add(h, to_own ? h->arena_index : from, bytes);
+    unsigned own = h->arena->index;
+    remote_add(h, to_own ? from : own, (uint64_t)0 - bytes);
+    remote_add(h, to_own ? own : from, bytes);
 }
 
 /* Per-arena live bytes through the two stacks. A block pushed onto the
@@ -883,6 +884,7 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
         return;
     }
     h->remote_nfree[cls]++;
+    remote_add(h, owner->index, s->block_size);
     if (xa_unlikely(s->in_full & XA_SLAB_TRIM))
         remote_trim(h, s, b);
     /* Under NUMA only blocks of this heap's node are kept (the keys
@@ -900,12 +902,12 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
             /* Keep it for this thread's next malloc of the class. The slab
              * still counts it as in use, so nothing changes for its owner.
              * (A second free of it while it waits here finds the mark.) */
-            remote_add(h, owner->index, s->block_size);
-            xa_heap_foreign_push(h, cls, f, b, f->reserved, owner->index);
+            uint32_t n = f->reserved;
+            xa_foreign_arenas_of(f)[n] = (uint16_t)owner->index;
+            xa_heap_foreign_push(f, b, n);
             return;
         }
     }
-    remote_add(h, owner->index, s->block_size);
     push_remote(s, b);
 }
 
@@ -1383,7 +1385,6 @@ xa_heap *xa_heap_create(xa_arena *arena)
     for (unsigned c = 0; c < XA_NCLASSES; c++)
         h->cur[c] = &xa_slab_empty;
     h->arena = arena;
-    h->arena_index = arena->index;
     h->keep_key = xa_chunk_keep_key(arena->node);
     h->tid = (int)xa_os_gettid();
     h->no_keep = !xa_opt.tcache;
@@ -1500,7 +1501,6 @@ static void heap_move(xa_heap *h, int slot)
     heap_retire_counters(h);
     __atomic_fetch_sub(&h->arena->nthreads, 1, __ATOMIC_RELAXED);
     h->arena = na;
-    h->arena_index = na->index;
     h->keep_key = xa_chunk_keep_key(na->node); /* it keeps its new node's blocks */
     xa_lock_release(&heaps_lock);
 }

@@ -81,7 +81,6 @@ typedef struct xa_heap {
      * (xa_chunk_keep_key of the heap's node: every arena's blocks, but
      * another node's under NUMA); 0 in the empty heap keeps nothing. */
     unsigned keep_key;
-    unsigned arena_index;          /* h->arena->index */
     xa_numa_thread numa;           /* node last seen by the slow path */
     /* Idle reclaim (purger thread only, under heaps_lock): 1 while it takes
      * pages of this heap's empty current slabs; the owner's slow paths wait
@@ -143,9 +142,15 @@ static inline xa_slab *xa_heap_foreign(const xa_heap *h, unsigned cls)
     return (xa_slab *)((uintptr_t)h + XA_OS_PAGE + cls * XA_FOREIGN_STRIDE);
 }
 
+/* The arena entries of foreign stack f (they follow its descriptor). */
+static inline uint16_t *xa_foreign_arenas_of(const xa_slab *f)
+{
+    return (uint16_t *)(f + 1);
+}
+
 static inline uint16_t *xa_heap_foreign_arenas(const xa_heap *h, unsigned cls)
 {
-    return (uint16_t *)(xa_heap_foreign(h, cls) + 1); /* (the fast path spells it out) */
+    return xa_foreign_arenas_of(xa_heap_foreign(h, cls));
 }
 
 /* The serving stack of class cls: the blocks of the foreign stack moved
@@ -438,16 +443,13 @@ XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
     }
 }
 
-/* Keeps b (marked free already), a block of arena arena_index, in h's
- * foreign stack f of class cls, which holds n blocks (fewer than its
- * capacity). */
-XA_FAST_PATH void xa_heap_foreign_push(xa_heap *h, unsigned cls, xa_slab *f, xa_block *b,
-                                       uint32_t n, unsigned arena_index)
+/* Keeps b (marked free already) in foreign stack f, which holds n blocks
+ * (fewer than its capacity); its arena entry n is written already. */
+XA_FAST_PATH void xa_heap_foreign_push(xa_slab *f, xa_block *b, uint32_t n)
 {
     b->next = f->free ^ xa_heap_secret;
     f->free = (uintptr_t)b;
-    f->reserved++;
-    xa_heap_foreign_arenas(h, cls)[n] = (uint16_t)arena_index;
+    f->reserved = n + 1;
 }
 
 /* A small block of another thread's slab (s->kind SMALL, s->heap not h, p
@@ -470,14 +472,12 @@ XA_FAST_PATH void xa_heap_free_remote_fast(xa_heap *h, xa_chunk *c, xa_slab *s, 
         if (xa_likely(n < f->capacity)) {
             /* The arena entry first, while ai is at hand (an entry past
              * the count, if the push does not happen, is never read). */
-            ((uint16_t *)(f + 1))[n] = (uint16_t)ai;
+            xa_foreign_arenas_of(f)[n] = (uint16_t)ai;
             struct xa_heap_remote *r = xa_heap_remote(h);
             unsigned slot = ai % XA_HEAP_REMOTE_SLOTS;
             if (xa_likely(r->arena_plus1[slot] == ai + 1)) {
                 b->mark = xa_free_mark_of(b);
-                b->next = f->free ^ xa_heap_secret;
-                f->free = (uintptr_t)b;
-                f->reserved = n + 1;
+                xa_heap_foreign_push(f, b, n);
                 h->remote_nfree[cls]++;
                 __atomic_store_n(&r->bytes[slot], r->bytes[slot] + s->block_size,
                                  __ATOMIC_RELAXED);
