@@ -106,11 +106,16 @@ _Static_assert(sizeof(xa_slab) == 128, "slab descriptor is 128 bytes");
  * tests "empty or flagged" with the one decrement it does anyway (a
  * result <= 0 as a signed number). Counts stay far below it. */
 #define XA_USED_SLOW 0x80000000u
+/* Bit 30: s heads its owner's class list (it is the current slab, or is
+ * again once the serving stack runs dry) and the heap keeps it when it
+ * empties (tcache on). The owner's free then never sees its count reach
+ * zero, so that test has a single outcome: the slow path. */
+#define XA_USED_HEAD 0x40000000u
 
-/* Blocks out of a small slab (the count without the flag). */
+/* Blocks out of a small slab (the count without the flags). */
 static inline uint32_t xa_slab_used(const struct xa_slab *s)
 {
-    return s->used & ~XA_USED_SLOW;
+    return s->used & ~(XA_USED_SLOW | XA_USED_HEAD);
 }
 
 /* Sets a small slab's in_full byte and its mirror in used. */

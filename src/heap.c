@@ -143,11 +143,22 @@ static void foreign_charge(xa_heap *h, unsigned cls, const xa_slab *f)
 
 /* ---- class lists ---- */
 
+/* Moves the XA_USED_HEAD bit to s, the new head of its class list (none
+ * when s is NULL), from old, the head it replaces. */
+static void head_move(xa_heap *h, xa_slab *old, xa_slab *s)
+{
+    if (old)
+        old->used &= ~XA_USED_HEAD;
+    if (s && !h->no_keep)
+        s->used |= XA_USED_HEAD;
+}
+
 static void avail_push_front(xa_heap *h, xa_slab *s)
 {
     unsigned cls = s->cls;
     s->prev = NULL;
     s->next = h->avail[cls];
+    head_move(h, s->next, s);
     if (s->next)
         s->next->prev = s;
     h->avail[cls] = s;
@@ -173,10 +184,12 @@ static void avail_push_back(xa_heap *h, xa_slab *s)
 static void avail_remove(xa_heap *h, xa_slab *s)
 {
     unsigned cls = s->cls;
-    if (s->prev)
+    if (s->prev) {
         s->prev->next = s->next;
-    else
+    } else {
         h->avail[cls] = s->next;
+        head_move(h, s, s->next);
+    }
     if (s->next)
         s->next->prev = s->prev;
     s->next = s->prev = NULL;
@@ -1206,7 +1219,7 @@ static inline uint16_t class_moves(const xa_heap *h, unsigned cls)
  * trim). */
 static bool slab_reclaimable(const xa_slab *s)
 {
-    return (__atomic_load_n(&s->used, __ATOMIC_ACQUIRE) & ~XA_USED_SLOW) == 0 &&
+    return (__atomic_load_n(&s->used, __ATOMIC_ACQUIRE) & ~(XA_USED_SLOW | XA_USED_HEAD)) == 0 &&
            (atomic_load_explicit(&s->thread_free, memory_order_acquire) & ~XA_TF_MASK) == 0 &&
            !xa_chunk_huge_advised(xa_chunk_of(s));
 }
@@ -1454,6 +1467,7 @@ static void heap_release_all(xa_heap *h)
     drain_delayed(h);
     large_cache_flush(h, 0, true);
     for (unsigned c = 0; c < XA_NCLASSES; c++) {
+        head_move(h, h->avail[c], NULL);
         for (xa_slab *s = h->avail[c]; s;) {
             xa_slab *next = s->next;
             release_or_abandon(s);

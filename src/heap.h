@@ -368,32 +368,6 @@ XA_FAST_PATH bool xa_block_marked_free(const xa_block *b)
     return b->mark == xa_free_mark_of(b);
 }
 
-/* --*p as a signed count: 0 when still positive, 1 when now zero, 2 when
- * negative (the XA_USED_SLOW flag). One decrement in memory, two
- * branches on its flags (compilers load, subtract, store and test). */
-XA_FAST_PATH unsigned xa_dec_sign(uint32_t *p)
-{
-#if defined(__x86_64__)
-    __asm__ goto("subl $1, %0\n\tjl %l[negative]\n\tje %l[zero]"
-                 : /* no outputs: *p is in memory, the clobber says so */
-                 : "m"(*p)
-                 : "cc", "memory"
-                 : negative, zero);
-    return 0;
-zero:
-    return 1;
-negative:
-    return 2;
-#else
-    int32_t v = (int32_t)--*p;
-    return v > 0 ? 0 : v == 0 ? 1 : 2;
-#endif
-}
-
-/* Bytes of big-class blocks (XA_SLAB_TRIM) a heap frees between two looks
- * at its pool of free big blocks (see heap.c). */
-#define XA_HEAP_TRIM_ALLOWANCE ((uint64_t)2 << 20)
-
 /* ThreadSanitizer cannot see the membarrier of idle reclaim, which orders
  * an owner's last free before the purger's look: in a TSan build a free
  * publishes itself with a release store of busy (unchanged), which the
@@ -412,6 +386,33 @@ negative:
 #define XA_TSAN_PUBLISH(h) ((void)0)
 #endif
 
+/* --*p as a signed count; true when the result is zero or negative (the
+ * XA_USED_SLOW flag). One decrement in memory and one branch on its flags
+ * (compilers load, subtract, store and test). */
+XA_FAST_PATH bool xa_dec_not_positive(uint32_t *p)
+{
+    /* The purger reads the count (acquire) before it resets an empty
+     * slab: the push before the decrement must be visible by then. x86
+     * keeps stores in order; TSan (which sees no asm) and other machines
+     * get a release decrement. */
+#if defined(__x86_64__) && !defined(XA_TSAN_BUILD)
+    __asm__ goto("subl $1, %0\n\tjle %l[not_positive]"
+                 : /* no outputs: *p is in memory, the clobber says so */
+                 : "m"(*p)
+                 : "cc", "memory"
+                 : not_positive);
+    return false;
+not_positive:
+    return true;
+#else
+    return (int32_t)__atomic_sub_fetch(p, 1, __ATOMIC_RELEASE) <= 0;
+#endif
+}
+
+/* Bytes of big-class blocks (XA_SLAB_TRIM) a heap frees between two looks
+ * at its pool of free big blocks (see heap.c). */
+#define XA_HEAP_TRIM_ALLOWANCE ((uint64_t)2 << 20)
+
 /* Pushes b onto its slab's free list; the caller owns the slab and has
  * checked the block (xa_slab_is_block, xa_block_marked_free). */
 XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
@@ -422,12 +423,12 @@ XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
     s->free = (uintptr_t)b;
     h->nfree[s->cls]++;
     XA_TSAN_PUBLISH(h);
-    /* One test for "now empty" and "flagged" (XA_USED_SLOW). */
-    unsigned sign = xa_dec_sign(&s->used);
-    if (xa_unlikely(sign != 0)) {
-        if (sign == 1) { /* empty: the current slab stays */
-            if (s != __atomic_load_n(&h->cur[s->cls], __ATOMIC_RELAXED) || h->no_keep)
-                xa_heap_free_local_slow(h, s);
+    /* One test for "now empty" and "flagged" (XA_USED_SLOW). A slab the
+     * heap keeps when empty (its list's head) never counts down to zero
+     * (XA_USED_HEAD): an empty one here goes back to the arena. */
+    if (xa_unlikely(xa_dec_not_positive(&s->used))) {
+        if (s->used == 0) {
+            xa_heap_free_local_slow(h, s);
             return;
         }
         /* Flagged. A big-class slab in use only counts the bytes towards

@@ -244,6 +244,9 @@ static void check_heap(struct ctx *x, xa_heap *h)
                     s->kind, s->cls);
                 break;
             }
+            if (((s->used & XA_USED_HEAD) != 0) != (!prev && !h->no_keep))
+                bad(x, "heap: slab %p (class %u, %s of its list) has the head bit %s", (void *)s,
+                    cls, prev ? "not the head" : "the head", prev ? "set" : "wrong");
             check_slab(x, xa_chunk_of(s), s, true);
         }
     }
@@ -253,6 +256,8 @@ static void check_heap(struct ctx *x, xa_heap *h)
             bad(x, "heap: full list holds slab %p", (void *)s);
             break;
         }
+        if (s->used & XA_USED_HEAD)
+            bad(x, "heap: slab %p of the full list has the head bit", (void *)s);
         check_slab(x, xa_chunk_of(s), s, true);
     }
     for (unsigned cls = 0; cls < XA_FOREIGN_CLASSES; cls++) {
