@@ -113,6 +113,8 @@ void xa_purge_oldest(xa_arena *a, uint64_t allow);
 static inline void xa_purge_excess(xa_arena *a)
 {
     uint64_t allow = xa_dirty_allowance_units(a);
+    if (allow < a->churn_floor_units)
+        allow = a->churn_floor_units;
     /* Only when the dirty pool has grown by half the allowance since its
      * lowest point: frees outrunning reuse (a mass free, a shrinking
      * heap). A program freeing and allocating in a loop keeps a level

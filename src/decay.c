@@ -49,11 +49,38 @@ uint64_t xa_arena_dirty_allowance_units(const xa_arena *a)
 /* The free-time purge, past its test (xa_purge_excess). */
 void xa_purge_oldest(xa_arena *a, uint64_t allow)
 {
+    /* A pool that swings wider than the allowance looks the same as frees
+     * outrunning reuse, so the purge learns from its own effect: when at
+     * least half of what it gave back last time was taken again (clean
+     * units handed out since), that purge only cost a madvise and the
+     * page faults, and the floor doubles, up to half the arena's units in
+     * use; a purge that stayed purged halves it back. A mass free, with no
+     * allocation between its purges, keeps the base allowance. */
+    if (a->last_purge_units) {
+        uint64_t cap = a->used_units / 2;
+        if (a->refault_units * 2 >= a->last_purge_units) {
+            uint64_t floor = allow * 2 < cap ? allow * 2 : cap;
+            if (floor > a->churn_floor_units) {
+                a->churn_floor_units = floor;
+                a->last_purge_units = 0;
+                a->refault_units = 0;
+                if (a->dirty_units <= floor)
+                    return;
+                allow = floor;
+            }
+        } else {
+            a->churn_floor_units /= 2;
+        }
+    }
+    uint64_t purged = 0;
     for (xa_slab *s = a->dirty_head; s && a->dirty_units > allow / 2;) {
         xa_slab *next = s->dnext;
-        purge_free_run(a, s, XA_PURGE_AT_FREE);
+        purged += purge_free_run(a, s, XA_PURGE_AT_FREE);
         s = next;
     }
+    /* Pages given back (a run of a huge-page chunk only leaves the FIFO). */
+    a->last_purge_units = purged >> XA_UNIT_SHIFT;
+    a->refault_units = 0;
     a->dirty_low_units = a->dirty_units;
 }
 

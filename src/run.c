@@ -103,6 +103,8 @@ xa_slab *xa_run_alloc(xa_arena *a, unsigned units)
     a->used_units += units;
     if (a->dirty_units < a->dirty_low_units) /* reuse: the pool's low point */
         a->dirty_low_units = a->dirty_units;
+    if (a->last_purge_units && units > dunits) /* clean units: faulted in anew */
+        a->refault_units += units - dunits;
     return s;
 }
 

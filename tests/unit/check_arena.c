@@ -189,6 +189,46 @@ START_TEST(free_purges_above_allowance)
 }
 END_TEST
 
+/* A program whose free pool swings wider than the allowance, taking its
+ * runs again after each swing: the first purges are faulted back in, so
+ * the free-time purge raises its floor and stops purging what the next
+ * round takes again (decay still returns what stays unused). */
+START_TEST(churn_wider_than_the_allowance_stops_free_time_purges)
+{
+    xa_arena *a = arena();
+    enum { BASE = 16, SWING = 4, ROUNDS = 8 };
+    void *base[BASE], *p[SWING];
+    for (int i = 0; i < BASE; i++)
+        ck_assert_ptr_nonnull(base[i] = xa_arena_large_alloc(a, XA_LARGE_MAX, false));
+    uint64_t purged_in_round[ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int i = 0; i < SWING; i++) {
+            ck_assert_ptr_nonnull(p[i] = xa_arena_large_alloc(a, XA_LARGE_MAX, false));
+            memset(p[i], r, XA_LARGE_MAX);
+        }
+        uint64_t before = a->purged_by[XA_PURGE_AT_FREE];
+        for (int i = 0; i < SWING; i++)
+            xa_arena_large_free(xa_chunkmap_lookup(p[i]), slab_of(p[i]));
+        purged_in_round[r] = a->purged_by[XA_PURGE_AT_FREE] - before;
+    }
+    /* The swing (4 x 31 units) is above the base allowance: it purged. */
+    ck_assert_uint_gt(SWING * XA_LARGE_MAX_UNITS, XA_DIRTY_FLOOR_UNITS);
+    ck_assert_uint_gt(purged_in_round[0], 0);
+    ck_assert_uint_gt(a->churn_floor_units, XA_DIRTY_FLOOR_UNITS);
+    ck_assert_uint_le(a->churn_floor_units, a->used_units / 2);
+    for (int r = ROUNDS - 3; r < ROUNDS; r++)
+        ck_assert_msg(purged_in_round[r] == 0, "round %d purged %llu bytes at free", r,
+                      (unsigned long long)purged_in_round[r]);
+    /* A mass free with no allocation between its purges still purges at
+     * once, down to the floor learnt. */
+    uint64_t before = a->purged_by[XA_PURGE_AT_FREE];
+    for (int i = 0; i < BASE; i++)
+        xa_arena_large_free(xa_chunkmap_lookup(base[i]), slab_of(base[i]));
+    ck_assert_uint_gt(a->purged_by[XA_PURGE_AT_FREE], before);
+    ck_assert_uint_le(a->dirty_units, a->churn_floor_units + XA_LARGE_MAX_UNITS);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("arena");
@@ -200,6 +240,7 @@ static Suite *make_suite(void)
     tcase_add_test(t, huge_blocks_map_grow_and_unmap);
     tcase_add_test(t, purge_returns_free_chunks);
     tcase_add_test(t, free_purges_above_allowance);
+    tcase_add_test(t, churn_wider_than_the_allowance_stops_free_time_purges);
     suite_add_tcase(s, t);
     return s;
 }
