@@ -54,10 +54,10 @@ typedef struct xa_arena {
     uint64_t nchunks, huge_mapped, huge_cache_bytes, huge_cache_count;
     uint64_t used_units, dirty_units, retained_units;
     uint64_t dirty_low_units;         /* lowest dirty_units since the last free-time purge */
-    /* Free-time purge learning (see xa_purge_excess): units the last
-     * purge gave back, clean units handed out since, and the floor the
-     * allowance has learned from them. */
-    uint64_t last_purge_units, refault_units, churn_floor_units;
+    /* Free-time purge learning (see xa_purge_oldest): units the last
+     * purge gave back and when, clean units handed out since, and the
+     * floor the allowance has learned from them. */
+    uint64_t last_purge_units, refault_units, churn_floor_units, last_purge_ns;
     uint64_t purged_bytes, npurge;
     uint64_t purged_by[XA_PURGE_PATHS]; /* bytes purged, per enum xa_purge_path */
     uint64_t huge_chunks;             /* chunks of runs backed by huge pages now */

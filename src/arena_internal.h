@@ -106,11 +106,11 @@ static inline uint64_t xa_dirty_allowance_units(const xa_arena *a)
     return share > XA_DIRTY_FLOOR_UNITS ? share : XA_DIRTY_FLOOR_UNITS;
 }
 /* Purges the oldest dirty runs down to half of allow. */
-void xa_purge_oldest(xa_arena *a, uint64_t allow);
+void xa_purge_oldest(xa_arena *a, uint64_t allow, uint64_t now);
 /* Free-time purge: memory goes back while the program frees, not only
  * after decay_ms. The oldest dirty runs go first; the newest (the ones a
  * program freeing and allocating in a loop takes again) stay. */
-static inline void xa_purge_excess(xa_arena *a)
+static inline void xa_purge_excess(xa_arena *a, uint64_t now)
 {
     uint64_t allow = xa_dirty_allowance_units(a);
     if (allow < a->churn_floor_units)
@@ -122,7 +122,7 @@ static inline void xa_purge_excess(xa_arena *a)
      * and a refault per run (decay takes what stays unused). */
     if (xa_likely(a->dirty_units <= allow || a->dirty_units <= a->dirty_low_units + allow / 2))
         return;
-    xa_purge_oldest(a, allow);
+    xa_purge_oldest(a, allow, now);
 }
 
 #endif /* XA_ARENA_INTERNAL_H */

@@ -47,15 +47,20 @@ uint64_t xa_arena_dirty_allowance_units(const xa_arena *a)
 }
 
 /* The free-time purge, past its test (xa_purge_excess). */
-void xa_purge_oldest(xa_arena *a, uint64_t allow)
+void xa_purge_oldest(xa_arena *a, uint64_t allow, uint64_t now)
 {
     /* A pool that swings wider than the allowance looks the same as frees
      * outrunning reuse, so the purge learns from its own effect: when at
      * least half of what it gave back last time was taken again (clean
      * units handed out since), that purge only cost a madvise and the
      * page faults, and the floor doubles, up to half the arena's units in
-     * use; a purge that stayed purged halves it back. A mass free, with no
-     * allocation between its purges, keeps the base allowance. */
+     * use. The floor halves back only after a purge whose pages stayed
+     * purged for decay_ms: the purges of one shrinking phase follow each
+     * other within milliseconds, and a program that shrinks and grows
+     * again in cycles (sqlite3 freeing and refilling its caches) would
+     * otherwise unlearn it before every regrowth. A mass free, with no
+     * allocation between its purges, keeps the base allowance; decay
+     * still returns what the floor keeps once it goes unused. */
     if (a->last_purge_units) {
         uint64_t cap = a->used_units / 2;
         if (a->refault_units * 2 >= a->last_purge_units) {
@@ -68,7 +73,7 @@ void xa_purge_oldest(xa_arena *a, uint64_t allow)
                     return;
                 allow = floor;
             }
-        } else {
+        } else if (now - a->last_purge_ns >= (uint64_t)xa_opt.decay_ms * 1000000u) {
             a->churn_floor_units /= 2;
         }
     }
@@ -80,6 +85,7 @@ void xa_purge_oldest(xa_arena *a, uint64_t allow)
     }
     /* Pages given back (a run of a huge-page chunk only leaves the FIFO). */
     a->last_purge_units = purged >> XA_UNIT_SHIFT;
+    a->last_purge_ns = now;
     a->refault_units = 0;
     a->dirty_low_units = a->dirty_units;
 }

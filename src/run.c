@@ -145,5 +145,5 @@ void xa_run_free(xa_arena *a, xa_chunk *c, xa_slab *s)
     if (xa_opt.decay_ms == 0)
         xa_decay_run(a, now, true, XA_PURGE_AT_FREE);
     else
-        xa_purge_excess(a);
+        xa_purge_excess(a, now);
 }

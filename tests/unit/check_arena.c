@@ -222,10 +222,16 @@ START_TEST(churn_wider_than_the_allowance_stops_free_time_purges)
     /* A mass free with no allocation between its purges still purges at
      * once, down to the floor learnt. */
     uint64_t before = a->purged_by[XA_PURGE_AT_FREE];
+    uint64_t learnt = a->churn_floor_units;
     for (int i = 0; i < BASE; i++)
         xa_arena_large_free(xa_chunkmap_lookup(base[i]), slab_of(base[i]));
     ck_assert_uint_gt(a->purged_by[XA_PURGE_AT_FREE], before);
     ck_assert_uint_le(a->dirty_units, a->churn_floor_units + XA_LARGE_MAX_UNITS);
+    /* The purges of one shrinking phase, milliseconds apart, do not
+     * unlearn the floor: only a purge that stays purged for decay_ms
+     * halves it (a program that shrinks and grows again in cycles). */
+    ck_assert_uint_ge(xa_opt.decay_ms, 100);
+    ck_assert_uint_eq(a->churn_floor_units, learnt);
 }
 END_TEST
 
