@@ -104,7 +104,7 @@ _Static_assert(sizeof(xa_slab) == 128, "slab descriptor is 128 bytes");
 
 /* Bit 31 of a small slab's used mirrors in_full != 0, so the owner's free
  * tests "empty or flagged" with the one decrement it does anyway (a
- * result <= 0 as a signed number). Counts stay far below it. */
+ * result <= 0 as a signed number). Counts stay far below bit 30. */
 #define XA_USED_SLOW 0x80000000u
 /* Bit 30: s heads its owner's class list (it is the current slab, or is
  * again once the serving stack runs dry) and the heap keeps it when it

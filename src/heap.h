@@ -312,8 +312,9 @@ XA_FAST_PATH xa_heap *xa_heap_get(void)
 XA_FAST_PATH void *xa_heap_malloc_class(xa_heap *h, size_t cls)
 {
 #if defined(__x86_64__)
-    /* The class straight into the slow path's argument register: else
-     * compilers copy it there on every call, in case the slow path runs. */
+    /* The heap and the class straight into the slow path's argument
+     * registers: else compilers keep them elsewhere and copy them (or the
+     * block, for the return) on every call, in case the slow path runs. */
     __asm__("" : "+S"(cls), "+D"(h));
 #endif
     /* busy before the load of cur[]: the purger swaps cur[] first, then
