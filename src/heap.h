@@ -442,7 +442,7 @@ XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
          * so a loop over big blocks makes no call. */
         uint64_t pending = h->trim_pending + s->block_size;
         if (s->in_full == XA_SLAB_TRIM && pending <= XA_HEAP_TRIM_ALLOWANCE &&
-            (xa_slab_used(s) != 0 || (s == h->cur[s->cls] && !h->no_keep))) {
+            (s->used & ~XA_USED_SLOW) != 0) { /* blocks out, or the kept head */
             h->trim_pending = pending;
             return;
         }
