@@ -111,11 +111,12 @@ _Static_assert(sizeof(xa_slab) == 128, "slab descriptor is 128 bytes");
  * empties (tcache on). The owner's free then never sees its count reach
  * zero, so that test has a single outcome: the slow path. */
 #define XA_USED_HEAD 0x40000000u
+#define XA_USED_FLAGS (XA_USED_SLOW | XA_USED_HEAD)
 
 /* Blocks out of a small slab (the count without the flags). */
 static inline uint32_t xa_slab_used(const struct xa_slab *s)
 {
-    return s->used & ~(XA_USED_SLOW | XA_USED_HEAD);
+    return s->used & ~XA_USED_FLAGS;
 }
 
 /* Sets a small slab's in_full byte and its mirror in used. */

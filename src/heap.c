@@ -938,6 +938,9 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
 
 static inline uintptr_t slot_word(uintptr_t p, uintptr_t key) { return p | key; }
 static inline uintptr_t huge_key(size_t map_size) { return map_size >> 12; }
+/* The slot word w holds a huge mapping (a key past any large block's
+ * units); an empty slot (0) does not. */
+static inline bool slot_is_huge(uintptr_t w) { return (w & SLOT_KEY_MASK) > XA_UNITS_PER_CHUNK; }
 
 /* Bytes of large blocks parked in h's slots, read off the slot words (a
  * key up to XA_UNITS_PER_CHUNK is a large block's units). */
@@ -945,9 +948,9 @@ static uint64_t slots_large_bytes(const xa_heap *h)
 {
     uint64_t bytes = 0;
     for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
-        uintptr_t key = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed) & SLOT_KEY_MASK;
-        if (key <= XA_UNITS_PER_CHUNK)
-            bytes += (uint64_t)key << XA_UNIT_SHIFT;
+        uintptr_t w = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
+        if (!slot_is_huge(w))
+            bytes += (uint64_t)(w & SLOT_KEY_MASK) << XA_UNIT_SHIFT;
     }
     return bytes;
 }
@@ -1060,8 +1063,7 @@ bool xa_heap_huge_cache_put(xa_heap *h, xa_chunk *c)
      * that no request of its matched, outside the arena's dirty
      * allowance until decay_ms: a peak 8 MiB above glibc's. */
     for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++)
-        if ((atomic_load_explicit(&h->large_cache[i], memory_order_relaxed) & SLOT_KEY_MASK) >
-            XA_UNITS_PER_CHUNK)
+        if (slot_is_huge(atomic_load_explicit(&h->large_cache[i], memory_order_relaxed)))
             return false;
     /* A parked mapping has no user pointer: a second free of it, or a
      * realloc, is reported as an invalid pointer. It stays on the arena's
@@ -1086,7 +1088,7 @@ static void slot_release(xa_heap *h, unsigned i, uintptr_t w)
         return;
     char *p = (char *)(w & ~SLOT_KEY_MASK);
     xa_chunk *c = xa_chunk_of(p);
-    if ((w & SLOT_KEY_MASK) > XA_UNITS_PER_CHUNK) {
+    if (slot_is_huge(w)) {
         c->huge_ptr = p;
         xa_huge_free(c);
         return;
@@ -1219,7 +1221,7 @@ static inline uint16_t class_moves(const xa_heap *h, unsigned cls)
  * trim). */
 static bool slab_reclaimable(const xa_slab *s)
 {
-    return (__atomic_load_n(&s->used, __ATOMIC_ACQUIRE) & ~(XA_USED_SLOW | XA_USED_HEAD)) == 0 &&
+    return (__atomic_load_n(&s->used, __ATOMIC_ACQUIRE) & ~XA_USED_FLAGS) == 0 &&
            (atomic_load_explicit(&s->thread_free, memory_order_acquire) & ~XA_TF_MASK) == 0 &&
            !xa_chunk_huge_advised(xa_chunk_of(s));
 }
