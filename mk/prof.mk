@@ -44,7 +44,8 @@ uninstall-prof:
 #   (also of a process of another user), leak report, every allocating
 #   entry point, prof_active at run time, sampled blocks through every
 #   entry point (prof_sample:1, junk too, double frees reported), the
-#   resident footprint of a small profiled program; and the Check suite of the sampler's
+#   resident footprint of a small profiled program, the two stack walks
+#   (light threads keep no trace cache; both walks agree); and the Check suite of the sampler's
 #   arithmetic (check_prof_math). About 30 s.
 # check-prof-compat: with prof:false the profiling library passes the API
 #   conformance suite, the danger-list probes and the real programs; with
@@ -57,10 +58,10 @@ PROF_T := $(BUILD)/tests/prof
 PROF_T_CFLAGS = -std=gnu11 -O2 -g $(WARN) -fno-omit-frame-pointer -pthread -rdynamic
 PROF_T_BINS := $(PROF_T)/two_sites $(PROF_T)/deadlock $(PROF_T)/holder $(PROF_T)/leaky \
         $(PROF_T)/active $(PROF_T)/grow $(PROF_T)/dump_request $(PROF_T)/dl_obj.so \
-        $(PROF_T)/footprint $(PROF_T)/sampled
+        $(PROF_T)/footprint $(PROF_T)/sampled $(PROF_T)/walks
 PROF_ALIAS := $(BUILD)/prof-alias/libxalloc.so.1
 
-$(PROF_T)/%: tests/prof/%.c
+$(PROF_T)/%: tests/prof/%.c tests/prof/proc_kb.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PROF_T_CFLAGS) $< -o $@ -ldl
 

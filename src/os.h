@@ -44,6 +44,9 @@ void xa_os_name_range(void *p, size_t size, const char *name);
 
 /* Monotonic clock in nanoseconds (vDSO, no allocation). */
 uint64_t xa_os_now_ns(void);
+/* CPU time of the calling thread in nanoseconds, user and system (a
+ * system call: for measuring slow paths only); 0 if unavailable. */
+uint64_t xa_os_thread_cpu_ns(void);
 /* Sleeps (nanosleep); used by the background thread only. */
 void xa_os_sleep_ns(uint64_t ns);
 /* Futex on a private word: waits while *word == expected, at most

@@ -2,11 +2,26 @@
  * the dynamic loader (profiling build only). The only file that includes
  * libunwind.h or dlfcn.h. See prof_unwind.h.
  *
- * unw_backtrace (local-only) walks the calling thread's own stack; on its
- * first use libunwind may allocate and it asks the loader for unwind
+ * Both walks below are local-only libunwind and read the calling thread's
+ * own stack; libunwind may allocate and it asks the loader for unwind
  * tables (dl_iterate_phdr, the loader's lock). Callers therefore hold no
  * lock of ours and have set the guard that serves their re-entrant
- * allocations unsampled. */
+ * allocations unsampled.
+ *
+ * Two walks, because the fast one has a fixed price per thread:
+ * unw_backtrace keeps a per-thread cache of frame layouts, 256 KiB that
+ * libunwind maps and fills on a thread's first call (0.76 ms on the 2-vCPU
+ * guest, where a page fault costs 12 us) and unmaps at its exit; after
+ * that a walk costs about 50 ns. The step-by-step walk (unw_step) needs no
+ * such cache but costs microseconds a walk (libunwind masks signals around
+ * each lookup). A thread that samples a few times (short-lived workers,
+ * small processes) would pay more for the cache than for its walks, and
+ * keep 256 KiB for nothing. So each thread starts with the step-by-step
+ * walk and moves to unw_backtrace for good once its walks have cost as
+ * much as the cache does: the first move in the process measures that
+ * price (its first unw_backtrace, minus a walk), later threads compare
+ * with it. A thread pays at most about twice the cheaper of the two
+ * choices, whichever its number of samples turns out to be. */
 #define _GNU_SOURCE
 #define UNW_LOCAL_ONLY
 #include "prof_unwind.h"
@@ -16,6 +31,7 @@
 #include <libunwind.h>
 #include <link.h>
 
+#include "os.h"
 #include "prof.h"
 #include "util.h"
 
@@ -31,12 +47,73 @@ void xa_prof_unwind_boot(uintptr_t lo, uintptr_t hi)
     text_hi = hi;
 }
 
+/* The price of unw_backtrace's per-thread cache, in ns: measured by the
+ * first thread that moves to it; until then, a guess that favours the
+ * step-by-step walk on a machine with cheap page faults (1 ms). */
+static uint64_t cache_cost_ns = 1000000;
+static bool cache_cost_measured;
+/* This thread's walks so far: the step-by-step walks' cost in ns of the
+ * thread's CPU time (wall time would count the times it was preempted in
+ * a walk, which a busy machine makes frequent), and whether it uses
+ * unw_backtrace now. */
+static __thread uint64_t slow_spent_ns __attribute__((tls_model("initial-exec")));
+static __thread bool use_cache __attribute__((tls_model("initial-exec")));
+
+/* The step-by-step walk: return addresses from this frame outwards, as
+ * unw_backtrace gives them. Out of line, so that its own frame is one of
+ * this library's (dropped by the caller like the others). */
+static XA_NOINLINE int step_backtrace(void **buf, int max)
+{
+    unw_context_t uc;
+    unw_cursor_t cur;
+    if (unw_getcontext(&uc) != 0 || unw_init_local(&cur, &uc) != 0)
+        return 0;
+    int n = 0;
+    do {
+        unw_word_t ip;
+        if (unw_get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0)
+            break;
+        buf[n++] = (void *)ip;
+    } while (n < max && unw_step(&cur) > 0);
+    return n;
+}
+
+static int walk(void **buf, int max)
+{
+    if (xa_likely(use_cache))
+        return unw_backtrace(buf, max);
+    uint64_t t0 = xa_os_thread_cpu_ns();
+    int n = step_backtrace(buf, max);
+    uint64_t t1 = xa_os_thread_cpu_ns();
+    slow_spent_ns += t1 - t0;
+    uint64_t price = __atomic_load_n(&cache_cost_ns, __ATOMIC_RELAXED);
+    if (slow_spent_ns >= price) {
+        use_cache = true;
+        /* The first move in the process measures the cache's price: one
+         * unw_backtrace that builds it, less the walk just made (racing
+         * first moves each store a measurement; any of them will do). */
+        if (!__atomic_load_n(&cache_cost_measured, __ATOMIC_RELAXED)) {
+            void *scratch[XA_PROF_MAX_DEPTH + OWN_FRAMES_MAX];
+            uint64_t t2 = xa_os_thread_cpu_ns();
+            (void)unw_backtrace(scratch, max);
+            uint64_t built = xa_os_thread_cpu_ns() - t2;
+            uint64_t walk_ns = t1 - t0;
+            /* (At least one walk's worth: a cache the program had built
+             * itself, calling unw_backtrace, measures as nearly free.) */
+            __atomic_store_n(&cache_cost_ns, built > 2 * walk_ns ? built - walk_ns : walk_ns,
+                             __ATOMIC_RELAXED);
+            __atomic_store_n(&cache_cost_measured, true, __ATOMIC_RELAXED);
+        }
+    }
+    return n;
+}
+
 unsigned xa_prof_backtrace(uintptr_t *pcs, unsigned max)
 {
     void *buf[XA_PROF_MAX_DEPTH + OWN_FRAMES_MAX];
     if (max > XA_PROF_MAX_DEPTH)
         max = XA_PROF_MAX_DEPTH;
-    int n = unw_backtrace(buf, (int)(max + OWN_FRAMES_MAX));
+    int n = walk(buf, (int)(max + OWN_FRAMES_MAX));
     if (n <= 0)
         return 0;
     int skip = 0;

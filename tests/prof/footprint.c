@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proc_kb.h"
+
 #define BLOCK 4096
 #define TOTAL ((size_t)128 << 20)
 #define KEEP_EVERY 16
@@ -26,20 +28,6 @@ __attribute__((noinline)) static void *alloc_at(int d)
         p = malloc(BLOCK);
     __asm__ volatile("" : : "r"(p) : "memory"); /* no tail call */
     return p;
-}
-
-static long field_kb(const char *path, const char *name)
-{
-    FILE *f = fopen(path, "r");
-    char line[256];
-    long v = -1;
-    size_t n = strlen(name);
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, name, n) && line[n] == ':')
-            v = atol(line + n + 1);
-    if (f)
-        fclose(f);
-    return v;
 }
 
 int main(void)

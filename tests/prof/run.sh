@@ -29,8 +29,12 @@
 #           also in junk mode; a double free of a sampled block is reported.
 # footprint what prof:true keeps resident in a small program beyond
 #           prof:false: libm is not mapped, and the anonymous memory added
-#           is libunwind's (a 256 KiB trace cache per sampling thread, its
-#           .bss and pools) plus little of the profiler's own.
+#           is libunwind's (a 256 KiB trace cache per thread that samples
+#           a lot, its .bss and pools) plus little of the profiler's own.
+# walks     threads that sample a few times each walk step by step and keep
+#           no libunwind trace cache (32 such threads add little resident
+#           memory); a thread that samples a lot moves to the cached walk,
+#           and both walks give the same stack.
 set -u
 LIB=$(readlink -f "$1")
 BIN=$(readlink -f "$2")
@@ -407,6 +411,43 @@ footprint() {
     fi
 }
 
+# ---- walks ----
+walks() {
+    local d=$W/walks i c
+    mkdir -p "$d"
+    for i in 1 2 3; do
+        for c in false true; do
+            if ! run_prof "prof:$c,prof_dir:$d" "$BIN/walks" light 32 >"$d/$c.$i" 2>"$d/err"; then
+                not_ok "walks: walks light 32 ran with prof:$c" "$d/err"
+                return
+            fi
+        done
+    done
+    local anon_f anon_t
+    anon_f=$(for i in 1 2 3; do result "$d/false.$i" anon_kb; done | sort -n | head -n 1)
+    anon_t=$(for i in 1 2 3; do result "$d/true.$i" anon_kb; done | sort -n | head -n 1)
+    # One 256 KiB trace cache a thread would add 8 MiB.
+    if [ -n "$anon_f" ] && [ -n "$anon_t" ] && [ $((anon_t - anon_f)) -le 2048 ]; then
+        ok "walks: 32 threads sampling about 8 times each: prof:true adds $((anon_t - anon_f)) KiB anonymous (<= 2048)"
+    else
+        not_ok "walks: 32 threads sampling about 8 times each: prof:true adds $((${anon_t:-0} - ${anon_f:-0})) KiB anonymous (<= 2048)" \
+            "$d/false.1" "$d/true.1"
+    fi
+    if ! run_prof "prof:true,prof_sample:64k,prof_final:true,prof_dir:$d" "$BIN/walks" switch \
+        >"$d/switch.out" 2>"$d/switch.err"; then
+        not_ok "walks: walks switch ran" "$d/switch.err"
+        return
+    fi
+    local collapsed stacks
+    collapsed=$(newest "$d" .collapsed)
+    stacks=$(awk '{ n = split($1, f, ";"); if (f[n] == "heavy_site") c++ } END { print c + 0 }' "$collapsed")
+    if [ "$stacks" = 1 ] && grep -q "main;heavy_site " "$collapsed"; then
+        ok "walks: step-by-step and cached walks give one stack for heavy_site"
+    else
+        not_ok "walks: $stacks stacks end in heavy_site (one expected)" "$collapsed" "$d/switch.err"
+    fi
+}
+
 echo "# profiling library: $LIB"
 readers
 deadlock
@@ -417,6 +458,7 @@ active
 failure
 sampled
 footprint
+walks
 echo "1..$n"
 if [ "$failures" -ne 0 ]; then
     echo "# $failures of $n failed"
