@@ -290,6 +290,11 @@ def build_cases(p: dict) -> list[Case]:
     cases.append(Case("larson t2", "threads", "larson",
                       ["threads=2", "slots=1000", f"ops={n(100000 * s)}", "rounds=20"],
                       details=["ops_per_sec", "rss_final_kb"]))
+    # short-lived threads, two at a time (a thread per request): what a
+    # thread's set-up and exit cost the allocator, next to its work
+    cases.append(Case("thread churn 200", "threads", "churn",
+                      [f"threads={max(10, int(200 * s))}", "live=2", "bytes=4m"],
+                      details=["threads_per_sec", "rss_final_kb"]))
     cases.append(Case("producer/consumer 1+1", "threads", "prodcons",
                       ["pairs=1", f"items={n(3e6 * s)}"],
                       details=["ops_per_sec", "rss_final_kb"]))
@@ -1126,6 +1131,13 @@ class Report:
             best = [v for v in (self.value(c, a) for a in others) if v is not None]
             ok = None if x is None or not best else x <= min(best)
             rows.append((f"{c.id}: time <= best of the others",
+                         f"{x / min(best):.2f}x best" if ok is not None else "n/a", verdict(ok)))
+        c = by_id.get("thread churn 200")
+        if c:
+            x = self.value(c, "xalloc")
+            best = [v for v in (self.value(c, a) for a in others) if v is not None]
+            ok = None if x is None or not best else x <= min(best)
+            rows.append(("thread churn 200: time <= best of the others",
                          f"{x / min(best):.2f}x best" if ok is not None else "n/a", verdict(ok)))
         for cid in ("producer/consumer 1+1", "larson t2"):
             c = by_id.get(cid)

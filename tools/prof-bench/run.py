@@ -38,6 +38,7 @@ WORKLOADS = [
     ("ovsdb insert-only 200000 rows", "ovsdb",
      ["mode=insert", "rows=200000", "workers=10", "rowmap=4", "rpt=16"]),
     ("larson t2", "larson", ["threads=2", "slots=1000", "ops=250000", "rounds=20"]),
+    ("thread churn 200", "churn", ["threads=200", "live=2", "bytes=4m"]),
     ("producer/consumer 1+1", "prodcons", ["pairs=1", "items=3000000"]),
     ("realloc-grow", "realloc_grow", ["builders=8", "target=256k", "append=128", "rounds=250"]),
     ("largefrag 1000 spans", "largefrag", ["spans=1000", "cycles=2000000", "secs=0.3"]),
