@@ -54,7 +54,11 @@ void xa_purge_oldest(xa_arena *a, uint64_t allow, uint64_t now)
      * least half of what it gave back last time was taken again (clean
      * units handed out since), that purge only cost a madvise and the
      * page faults, and the floor doubles, up to half the arena's units in
-     * use. The floor halves back only after a purge whose pages stayed
+     * use, or twice the base floor where that is more: a small heap must
+     * be able to learn too (threads that come and go, each dumping its
+     * whole heap at exit for the next one to fault in again, use little
+     * between two of them). The floor halves back only after a purge whose
+     * pages stayed
      * purged for decay_ms: the purges of one shrinking phase follow each
      * other within milliseconds, and a program that shrinks and grows
      * again in cycles (sqlite3 freeing and refilling its caches) would
@@ -63,6 +67,8 @@ void xa_purge_oldest(xa_arena *a, uint64_t allow, uint64_t now)
      * still returns what the floor keeps once it goes unused. */
     if (a->last_purge_units) {
         uint64_t cap = a->used_units / 2;
+        if (cap < 2 * XA_DIRTY_FLOOR_UNITS)
+            cap = 2 * XA_DIRTY_FLOOR_UNITS;
         if (a->refault_units * 2 >= a->last_purge_units) {
             uint64_t floor = allow * 2 < cap ? allow * 2 : cap;
             if (floor > a->churn_floor_units) {

@@ -189,6 +189,14 @@ START_TEST(free_purges_above_allowance)
 }
 END_TEST
 
+/* The learnt floor's ceiling: half the units in use, at least twice the
+ * base floor. */
+static uint64_t floor_ceiling(const xa_arena *a)
+{
+    uint64_t c = a->used_units / 2;
+    return c > 2 * XA_DIRTY_FLOOR_UNITS ? c : 2 * XA_DIRTY_FLOOR_UNITS;
+}
+
 /* A program whose free pool swings wider than the allowance, taking its
  * runs again after each swing: the first purges are faulted back in, so
  * the free-time purge raises its floor and stops purging what the next
@@ -215,7 +223,7 @@ START_TEST(churn_wider_than_the_allowance_stops_free_time_purges)
     ck_assert_uint_gt(SWING * XA_LARGE_MAX_UNITS, XA_DIRTY_FLOOR_UNITS);
     ck_assert_uint_gt(purged_in_round[0], 0);
     ck_assert_uint_gt(a->churn_floor_units, XA_DIRTY_FLOOR_UNITS);
-    ck_assert_uint_le(a->churn_floor_units, a->used_units / 2);
+    ck_assert_uint_le(a->churn_floor_units, floor_ceiling(a));
     for (int r = ROUNDS - 3; r < ROUNDS; r++)
         ck_assert_msg(purged_in_round[r] == 0, "round %d purged %llu bytes at free", r,
                       (unsigned long long)purged_in_round[r]);
@@ -235,6 +243,44 @@ START_TEST(churn_wider_than_the_allowance_stops_free_time_purges)
 }
 END_TEST
 
+/* A small heap that is dumped whole and taken again: a thread that
+ * exits with all its memory free, and the next one that builds the same
+ * heap again. Little is in use between rounds (one large block), so an
+ * allowance learnt as a share of the units in use alone could never rise
+ * above the base floor; its ceiling is at least twice the base floor, and
+ * the purges stop. */
+START_TEST(small_heap_dumped_and_retaken_stops_free_time_purges)
+{
+    xa_arena *a = arena();
+    enum { SWING = 3, ROUNDS = 8 };
+    void *keep = xa_arena_large_alloc(a, XA_LARGE_MAX, false);
+    ck_assert_ptr_nonnull(keep);
+    void *p[SWING];
+    uint64_t purged_in_round[ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int i = 0; i < SWING; i++) {
+            ck_assert_ptr_nonnull(p[i] = xa_arena_large_alloc(a, XA_LARGE_MAX, false));
+            memset(p[i], r, XA_LARGE_MAX);
+        }
+        uint64_t before = a->purged_by[XA_PURGE_AT_FREE];
+        for (int i = 0; i < SWING; i++)
+            xa_arena_large_free(xa_chunkmap_lookup(p[i]), slab_of(p[i]));
+        purged_in_round[r] = a->purged_by[XA_PURGE_AT_FREE] - before;
+    }
+    /* The dump (3 x 31 units) is above the base floor, the heap in use
+     * between rounds (31 units) far below it. */
+    ck_assert_uint_gt(SWING * XA_LARGE_MAX_UNITS, XA_DIRTY_FLOOR_UNITS);
+    ck_assert_uint_lt(2 * XA_LARGE_MAX_UNITS, XA_DIRTY_FLOOR_UNITS);
+    ck_assert_uint_gt(purged_in_round[0], 0);
+    ck_assert_uint_gt(a->churn_floor_units, XA_DIRTY_FLOOR_UNITS);
+    ck_assert_uint_le(a->churn_floor_units, floor_ceiling(a));
+    for (int r = ROUNDS - 3; r < ROUNDS; r++)
+        ck_assert_msg(purged_in_round[r] == 0, "round %d purged %llu bytes at free", r,
+                      (unsigned long long)purged_in_round[r]);
+    xa_arena_large_free(xa_chunkmap_lookup(keep), slab_of(keep));
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("arena");
@@ -247,6 +293,7 @@ static Suite *make_suite(void)
     tcase_add_test(t, purge_returns_free_chunks);
     tcase_add_test(t, free_purges_above_allowance);
     tcase_add_test(t, churn_wider_than_the_allowance_stops_free_time_purges);
+    tcase_add_test(t, small_heap_dumped_and_retaken_stops_free_time_purges);
     suite_add_tcase(s, t);
     return s;
 }
