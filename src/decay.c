@@ -57,12 +57,11 @@ void xa_purge_oldest(xa_arena *a, uint64_t allow, uint64_t now)
      * use, or twice the base floor where that is more: a small heap must
      * be able to learn too (threads that come and go, each dumping its
      * whole heap at exit for the next one to fault in again, use little
-     * between two of them). The floor halves back only after a purge whose
-     * pages stayed
-     * purged for decay_ms: the purges of one shrinking phase follow each
-     * other within milliseconds, and a program that shrinks and grows
-     * again in cycles (sqlite3 freeing and refilling its caches) would
-     * otherwise unlearn it before every regrowth. A mass free, with no
+     * between two of them). The floor halves back only after a purge
+     * whose pages stayed purged for decay_ms: the purges of one shrinking
+     * phase follow each other within milliseconds, and a program that
+     * shrinks and grows again in cycles (sqlite3 freeing and refilling its
+     * caches) would otherwise unlearn it before every regrowth. A mass free, with no
      * allocation between its purges, keeps the base allowance; decay
      * still returns what the floor keeps once it goes unused. */
     if (a->last_purge_units) {
