@@ -61,9 +61,10 @@ void xa_purge_oldest(xa_arena *a, uint64_t allow, uint64_t now)
      * whose pages stayed purged for decay_ms: the purges of one shrinking
      * phase follow each other within milliseconds, and a program that
      * shrinks and grows again in cycles (sqlite3 freeing and refilling its
-     * caches) would otherwise unlearn it before every regrowth. A mass free, with no
-     * allocation between its purges, keeps the base allowance; decay
-     * still returns what the floor keeps once it goes unused. */
+     * caches) would otherwise unlearn it before every regrowth. A mass
+     * free, with no allocation between its purges, keeps the base
+     * allowance; decay still returns what the floor keeps once it goes
+     * unused. */
     if (a->last_purge_units) {
         uint64_t cap = a->used_units / 2;
         if (cap < 2 * XA_DIRTY_FLOOR_UNITS)

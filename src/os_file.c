@@ -31,19 +31,23 @@ extern char **environ;
 #define RENAME_NOREPLACE 1u /* linux/fs.h; stdio.h has it only with stdio */
 #endif
 
-uint64_t xa_os_now_ns(void)
+/* Clock id in nanoseconds; 0 if it cannot be read. */
+static uint64_t clock_ns(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no syscall, no errno */
+    if (clock_gettime(id, &ts) != 0)
+        return 0;
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t xa_os_now_ns(void)
+{
+    return clock_ns(CLOCK_MONOTONIC); /* vDSO: no syscall, no errno */
 }
 
 uint64_t xa_os_thread_cpu_ns(void)
 {
-    struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-        return 0;
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 void xa_os_sleep_ns(uint64_t ns)

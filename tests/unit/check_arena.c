@@ -197,6 +197,34 @@ static uint64_t floor_ceiling(const xa_arena *a)
     return c > 2 * XA_DIRTY_FLOOR_UNITS ? c : 2 * XA_DIRTY_FLOOR_UNITS;
 }
 
+/* Eight rounds of swing large blocks allocated, written and freed again,
+ * then what every churn must show: the first round purged at free, the
+ * floor rose above the base allowance (not above its ceiling), and the
+ * last three rounds purged nothing. */
+static void swing_rounds(xa_arena *a, int swing)
+{
+    enum { ROUNDS = 8, SWING_MAX = 8 };
+    ck_assert_int_le(swing, SWING_MAX);
+    void *p[SWING_MAX];
+    uint64_t purged_in_round[ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int i = 0; i < swing; i++) {
+            ck_assert_ptr_nonnull(p[i] = xa_arena_large_alloc(a, XA_LARGE_MAX, false));
+            memset(p[i], r, XA_LARGE_MAX);
+        }
+        uint64_t before = a->purged_by[XA_PURGE_AT_FREE];
+        for (int i = 0; i < swing; i++)
+            xa_arena_large_free(xa_chunkmap_lookup(p[i]), slab_of(p[i]));
+        purged_in_round[r] = a->purged_by[XA_PURGE_AT_FREE] - before;
+    }
+    ck_assert_uint_gt(purged_in_round[0], 0);
+    ck_assert_uint_gt(a->churn_floor_units, XA_DIRTY_FLOOR_UNITS);
+    ck_assert_uint_le(a->churn_floor_units, floor_ceiling(a));
+    for (int r = ROUNDS - 3; r < ROUNDS; r++)
+        ck_assert_msg(purged_in_round[r] == 0, "round %d purged %llu bytes at free", r,
+                      (unsigned long long)purged_in_round[r]);
+}
+
 /* A program whose free pool swings wider than the allowance, taking its
  * runs again after each swing: the first purges are faulted back in, so
  * the free-time purge raises its floor and stops purging what the next
@@ -204,29 +232,13 @@ static uint64_t floor_ceiling(const xa_arena *a)
 START_TEST(churn_wider_than_the_allowance_stops_free_time_purges)
 {
     xa_arena *a = arena();
-    enum { BASE = 16, SWING = 4, ROUNDS = 8 };
-    void *base[BASE], *p[SWING];
+    enum { BASE = 16, SWING = 4 };
+    void *base[BASE];
     for (int i = 0; i < BASE; i++)
         ck_assert_ptr_nonnull(base[i] = xa_arena_large_alloc(a, XA_LARGE_MAX, false));
-    uint64_t purged_in_round[ROUNDS];
-    for (int r = 0; r < ROUNDS; r++) {
-        for (int i = 0; i < SWING; i++) {
-            ck_assert_ptr_nonnull(p[i] = xa_arena_large_alloc(a, XA_LARGE_MAX, false));
-            memset(p[i], r, XA_LARGE_MAX);
-        }
-        uint64_t before = a->purged_by[XA_PURGE_AT_FREE];
-        for (int i = 0; i < SWING; i++)
-            xa_arena_large_free(xa_chunkmap_lookup(p[i]), slab_of(p[i]));
-        purged_in_round[r] = a->purged_by[XA_PURGE_AT_FREE] - before;
-    }
+    swing_rounds(a, SWING);
     /* The swing (4 x 31 units) is above the base allowance: it purged. */
     ck_assert_uint_gt(SWING * XA_LARGE_MAX_UNITS, XA_DIRTY_FLOOR_UNITS);
-    ck_assert_uint_gt(purged_in_round[0], 0);
-    ck_assert_uint_gt(a->churn_floor_units, XA_DIRTY_FLOOR_UNITS);
-    ck_assert_uint_le(a->churn_floor_units, floor_ceiling(a));
-    for (int r = ROUNDS - 3; r < ROUNDS; r++)
-        ck_assert_msg(purged_in_round[r] == 0, "round %d purged %llu bytes at free", r,
-                      (unsigned long long)purged_in_round[r]);
     /* A mass free with no allocation between its purges still purges at
      * once, down to the floor learnt. */
     uint64_t before = a->purged_by[XA_PURGE_AT_FREE];
@@ -252,31 +264,14 @@ END_TEST
 START_TEST(small_heap_dumped_and_retaken_stops_free_time_purges)
 {
     xa_arena *a = arena();
-    enum { SWING = 3, ROUNDS = 8 };
+    enum { SWING = 3 };
     void *keep = xa_arena_large_alloc(a, XA_LARGE_MAX, false);
     ck_assert_ptr_nonnull(keep);
-    void *p[SWING];
-    uint64_t purged_in_round[ROUNDS];
-    for (int r = 0; r < ROUNDS; r++) {
-        for (int i = 0; i < SWING; i++) {
-            ck_assert_ptr_nonnull(p[i] = xa_arena_large_alloc(a, XA_LARGE_MAX, false));
-            memset(p[i], r, XA_LARGE_MAX);
-        }
-        uint64_t before = a->purged_by[XA_PURGE_AT_FREE];
-        for (int i = 0; i < SWING; i++)
-            xa_arena_large_free(xa_chunkmap_lookup(p[i]), slab_of(p[i]));
-        purged_in_round[r] = a->purged_by[XA_PURGE_AT_FREE] - before;
-    }
+    swing_rounds(a, SWING);
     /* The dump (3 x 31 units) is above the base floor, the heap in use
      * between rounds (31 units) far below it. */
     ck_assert_uint_gt(SWING * XA_LARGE_MAX_UNITS, XA_DIRTY_FLOOR_UNITS);
     ck_assert_uint_lt(2 * XA_LARGE_MAX_UNITS, XA_DIRTY_FLOOR_UNITS);
-    ck_assert_uint_gt(purged_in_round[0], 0);
-    ck_assert_uint_gt(a->churn_floor_units, XA_DIRTY_FLOOR_UNITS);
-    ck_assert_uint_le(a->churn_floor_units, floor_ceiling(a));
-    for (int r = ROUNDS - 3; r < ROUNDS; r++)
-        ck_assert_msg(purged_in_round[r] == 0, "round %d purged %llu bytes at free", r,
-                      (unsigned long long)purged_in_round[r]);
     xa_arena_large_free(xa_chunkmap_lookup(keep), slab_of(keep));
 }
 END_TEST
