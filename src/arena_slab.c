@@ -95,18 +95,23 @@ void xa_arena_slab_abandon(xa_chunk *c, xa_slab *s)
 uint32_t xa_slab_collect(xa_slab *s)
 {
     uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
-    if (!(old & ~XA_TF_MASK))
+    if (!xa_tf_list(old))
         return 0;
-    /* Take the list, keep the state bits. */
+    /* Take the list and its count, keep the state bits. */
     while (!atomic_compare_exchange_weak_explicit(&s->thread_free, &old, old & XA_TF_MASK,
                                                   memory_order_acquire, memory_order_relaxed))
         ;
-    uintptr_t head = old & ~XA_TF_MASK;
-    uint32_t n = 1;
-    xa_block *tail = (xa_block *)head;
-    for (uintptr_t next; (next = tail->next ^ xa_heap_secret) != 0; tail = (xa_block *)next)
-        n++;
-    tail->next = s->free ^ xa_heap_secret;
+    uintptr_t head = xa_tf_list(old);
+    uint32_t n = xa_tf_count(old);
+    /* The owner collects when its own list is empty (its malloc's slow
+     * path): the list becomes the slab's as it is, without touching a
+     * block. Otherwise (trim, exit) the two lists are joined at the tail. */
+    if (s->free) {
+        xa_block *tail = (xa_block *)head;
+        for (uintptr_t next; (next = tail->next ^ xa_heap_secret) != 0; tail = (xa_block *)next)
+            ;
+        tail->next = s->free ^ xa_heap_secret;
+    }
     s->free = head;
     s->used -= n;
     return n;

@@ -34,6 +34,27 @@ enum xa_tf_state {
     XA_TF_NEVER = 3,     /* no owner (abandoned): never notify */
 };
 #define XA_TF_MASK ((uintptr_t)3)
+/* The rest of the word: the list's first block (bits 4-47: user-space
+ * addresses fit in 47 bits, blocks are 16-aligned) and, in bits 48-63, how
+ * many blocks the list holds, added by each push, so that the owner takes
+ * the whole list without walking it (the walk was a cache miss per block,
+ * in the owner, for blocks another thread had just written). A slab holds
+ * fewer than 2^16 blocks (check_sizeclass checks it). */
+#define XA_TF_COUNT_SHIFT 48
+#define XA_TF_LIST_MASK ((((uintptr_t)1 << XA_TF_COUNT_SHIFT) - 1) & ~(uintptr_t)15)
+#define XA_TF_MAX_BLOCKS 0xffffu
+
+/* The first block of a thread_free word's list (0 if empty). */
+static inline uintptr_t xa_tf_list(uintptr_t word)
+{
+    return word & XA_TF_LIST_MASK;
+}
+
+/* The number of blocks on a thread_free word's list. */
+static inline uint32_t xa_tf_count(uintptr_t word)
+{
+    return (uint32_t)(word >> XA_TF_COUNT_SHIFT);
+}
 
 typedef struct xa_block {
     uintptr_t next; /* encoded with the process secret */
@@ -72,7 +93,7 @@ struct xa_arena;
 #define XA_SLAB_ABANDONED 4u
 
 typedef struct xa_slab {
-    /* ---- hot: the owner's fast path (first cache line) ---- */
+    /* ---- hot: the owner's fast paths, read by other threads' frees ---- */
     uintptr_t free;           /* first free block (plain pointer), 0 = none */
     uint32_t used;            /* blocks out, incl. remote frees not collected */
     uint8_t in_full;          /* small: XA_SLAB_IN_FULL | XA_SLAB_TRIM; large: parked */
@@ -82,8 +103,7 @@ typedef struct xa_slab {
     struct xa_heap *heap;     /* owner; NULL when none */
     char *start;              /* first block */
     uint64_t div_magic;       /* ceil(2^64 / block_size): interior-pointer test */
-    _Atomic uintptr_t thread_free; /* remote-freed blocks | enum xa_tf_state */
-    /* ---- warm: slow paths ---- */
+    size_t large_size;        /* large: requested bytes */
     uint32_t capacity;        /* blocks carved so far */
     uint32_t reserved;        /* blocks the slab holds */
     uint32_t block_size;
@@ -91,16 +111,22 @@ typedef struct xa_slab {
     uint8_t dirty;            /* free run: dunits > 0 */
     uint8_t zeroed;           /* free/large run: known to read as zero */
     uint8_t in_dirty_list;
+    /* ---- second line: remote frees and slow paths ---- */
+    /* Written by other threads' frees (one atomic per chain): on a line of
+     * its own, so that they do not take away the line the owner's malloc
+     * and free read and write on every call. */
+    _Atomic uintptr_t thread_free; /* count | remote-freed blocks | enum xa_tf_state */
     struct xa_slab *next, *prev;   /* heap class list, full list, bins */
     struct xa_slab *dnext, *dprev; /* arena dirty FIFO (free runs) */
     uint64_t freed_ns;        /* free run: when it became free */
-    size_t large_size;        /* large: requested bytes */
     uint32_t dunits;          /* free run: units touched since last purge */
     uint32_t pad32;
     uint64_t pad[1];          /* 128 bytes: descriptors indexed by shift */
 } xa_slab;
 
 _Static_assert(sizeof(xa_slab) == 128, "slab descriptor is 128 bytes");
+_Static_assert(offsetof(xa_slab, in_dirty_list) < 64 && offsetof(xa_slab, thread_free) == 64,
+               "the owner's fields on the first line, remote frees' word on the second");
 
 /* Bit 31 of a small slab's used mirrors in_full != 0, so the owner's free
  * tests "empty or flagged" with the one decrement it does anyway (a

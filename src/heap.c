@@ -261,7 +261,7 @@ static bool to_full(xa_heap *h, xa_slab *s)
 {
     uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
     for (;;) {
-        if (old & ~XA_TF_MASK)
+        if (xa_tf_list(old))
             return false;
         if (atomic_compare_exchange_weak_explicit(&s->thread_free, &old,
                                                   (uintptr_t)XA_TF_NOTIFY,
@@ -589,7 +589,7 @@ void xa_heap_double_free_check(xa_slab *s, xa_block *b)
     for (uintptr_t p = s->free; p && limit--; p = enc(((xa_block *)p)->next))
         if (p == target)
             xa_fatal("free(): double free of %p (%u-byte block)", (void *)b, s->block_size);
-    uintptr_t tf = atomic_load_explicit(&s->thread_free, memory_order_acquire) & ~XA_TF_MASK;
+    uintptr_t tf = xa_tf_list(atomic_load_explicit(&s->thread_free, memory_order_acquire));
     limit = s->reserved + 1;
     for (uintptr_t p = tf; p && limit--; p = enc(((xa_block *)p)->next))
         if (p == target)
@@ -708,7 +708,7 @@ static void free_local_slow(xa_heap *h, xa_slab *s)
 /* Pushes the chain head..tail (blocks of s linked through next, tail's
  * link to be set here) onto s's remote list, or, for a full slab, hands it
  * to the owner. One atomic exchange for the whole chain. No statistics. */
-static void push_remote_chain(xa_slab *s, xa_block *head, xa_block *tail)
+static void push_remote_chain(xa_slab *s, xa_block *head, xa_block *tail, uint32_t n)
 {
     uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
     for (;;) {
@@ -736,15 +736,16 @@ static void push_remote_chain(xa_slab *s, xa_block *head, xa_block *tail)
                 ;
             return;
         }
-        tail->next = enc(old & ~XA_TF_MASK);
+        tail->next = enc(xa_tf_list(old));
+        uintptr_t count = (uintptr_t)(xa_tf_count(old) + n) << XA_TF_COUNT_SHIFT;
         if (atomic_compare_exchange_weak_explicit(&s->thread_free, &old,
-                                                  (uintptr_t)head | (old & XA_TF_MASK),
+                                                  count | (uintptr_t)head | (old & XA_TF_MASK),
                                                   memory_order_release, memory_order_relaxed))
             return;
     }
 }
 
-static void push_remote(xa_slab *s, xa_block *b) { push_remote_chain(s, b, b); }
+static void push_remote(xa_slab *s, xa_block *b) { push_remote_chain(s, b, b, 1); }
 
 /* Gives the blocks of stack f back to their slabs, consecutive blocks of
  * one slab as one chain: one atomic per run of blocks of a slab, not one
@@ -760,7 +761,7 @@ static void stack_flush(xa_heap *h, unsigned cls, xa_slab *f, bool charged)
                          __ATOMIC_RELAXED);
     xa_slab *run = NULL;
     xa_block *head = NULL, *tail = NULL;
-    uint64_t bytes = 0;
+    uint32_t n = 0;
     while (list) {
         xa_block *b = (xa_block *)list;
         list = enc(b->next);
@@ -768,22 +769,24 @@ static void stack_flush(xa_heap *h, unsigned cls, xa_slab *f, bool charged)
         if (s == run) {
             tail->next = enc((uintptr_t)b);
             tail = b;
-            bytes += f->block_size;
+            n++;
             continue;
         }
         if (run) {
             if (charged)
-                foreign_charge_run(h, xa_chunk_of(run)->arena_index, bytes, false);
-            push_remote_chain(run, head, tail);
+                foreign_charge_run(h, xa_chunk_of(run)->arena_index,
+                                   (uint64_t)n * f->block_size, false);
+            push_remote_chain(run, head, tail, n);
         }
         run = s;
         head = tail = b;
-        bytes = f->block_size;
+        n = 1;
     }
     if (run) {
         if (charged)
-            foreign_charge_run(h, xa_chunk_of(run)->arena_index, bytes, false);
-        push_remote_chain(run, head, tail);
+            foreign_charge_run(h, xa_chunk_of(run)->arena_index, (uint64_t)n * f->block_size,
+                               false);
+        push_remote_chain(run, head, tail, n);
     }
 }
 
@@ -1222,7 +1225,7 @@ static inline uint16_t class_moves(const xa_heap *h, unsigned cls)
 static bool slab_reclaimable(const xa_slab *s)
 {
     return (__atomic_load_n(&s->used, __ATOMIC_ACQUIRE) & ~XA_USED_FLAGS) == 0 &&
-           (atomic_load_explicit(&s->thread_free, memory_order_acquire) & ~XA_TF_MASK) == 0 &&
+           xa_tf_list(atomic_load_explicit(&s->thread_free, memory_order_acquire)) == 0 &&
            !xa_chunk_huge_advised(xa_chunk_of(s));
 }
 

@@ -78,13 +78,18 @@ static void check_slab(struct ctx *x, xa_chunk *c, const xa_slab *s, bool lists)
     if (s->capacity - nfree != xa_slab_used(s))
         bad(x, "slab %p: used %u, but capacity %u - %u free", (void *)s, xa_slab_used(s), s->capacity,
             nfree);
-    uintptr_t tf = atomic_load_explicit(&s->thread_free, memory_order_acquire) & ~XA_TF_MASK;
-    for (uint32_t n = 0; tf; tf = dec(((xa_block *)tf)->next), n++)
+    uintptr_t word = atomic_load_explicit(&s->thread_free, memory_order_acquire);
+    uintptr_t tf = xa_tf_list(word);
+    uint32_t n = 0;
+    for (; tf; tf = dec(((xa_block *)tf)->next), n++)
         if (n > xa_slab_used(s) || !mark(x, s, tf, seen, "remote")) {
             if (n > xa_slab_used(s))
                 bad(x, "slab %p: more remote frees than blocks in use", (void *)s);
             return;
         }
+    if (n != xa_tf_count(word))
+        bad(x, "slab %p: remote list holds %u blocks, its count says %u", (void *)s, n,
+            xa_tf_count(word));
 }
 
 /* ---- arenas ---- */

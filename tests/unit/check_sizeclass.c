@@ -1,12 +1,14 @@
 /* check_sizeclass.c: unit tests of the size-class tables (src/sizeclass.c):
  * the literal tables match their rules, every size maps to the smallest
  * class that holds it, waste stays bounded, and the divisibility test used
- * to reject interior pointers is exact. */
+ * to reject interior pointers is exact; a slab's blocks fit the remote
+ * list's 16-bit count. */
 #include <check.h>
 
 #include "unit/unit_main.h"
 #include <stdlib.h>
 
+#include "chunk.h"
 #include "sizeclass.h"
 
 START_TEST(tables_follow_rules)
@@ -20,6 +22,8 @@ START_TEST(tables_follow_rules)
         ck_assert_uint_eq(ci->size % 16, 0);
         ck_assert_uint_le(ci->units, XA_SLAB_MAX_UNITS);
         ck_assert_uint_ge(ci->blocks, 2);
+        /* The remote-free list counts its blocks in 16 bits (chunk.h). */
+        ck_assert_uint_le(ci->blocks, XA_TF_MAX_BLOCKS);
         if (c > 0)
             ck_assert_uint_gt(ci->size, xa_classes[c - 1].size);
     }
