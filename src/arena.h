@@ -58,6 +58,9 @@ typedef struct xa_arena {
      * purge gave back and when, clean units handed out since, and the
      * floor the allowance has learned from them. */
     uint64_t last_purge_units, refault_units, churn_floor_units, last_purge_ns;
+    /* Most units in use since the floor last halved: the floor's ceiling
+     * follows it, not the units in use at the purge (see xa_purge_oldest). */
+    uint64_t peak_used_units;
     uint64_t purged_bytes, npurge;
     uint64_t purged_by[XA_PURGE_PATHS]; /* bytes purged, per enum xa_purge_path */
     uint64_t huge_chunks;             /* chunks of runs backed by huge pages now */
@@ -123,6 +126,9 @@ bool xa_arena_large_resize(xa_chunk *c, xa_slab *s, size_t new_size);
  * floor, or an eighth of what is in use. Huge-block caching counts against
  * it too (huge.c). Pre: a's lock held. */
 uint64_t xa_arena_dirty_allowance_units(const xa_arena *a);
+/* A fresh mapping for a huge block: the learnt free-time purge floor is
+ * forgotten and the excess dirty memory purged. Pre: a's lock held. */
+void xa_decay_forget_churn(xa_arena *a, uint64_t now);
 /* Unmaps a's cached huge mappings that have waited decay_ms (all with
  * force); returns their bytes. Pre: a's lock held. */
 size_t xa_huge_cache_purge(xa_arena *a, uint64_t now, bool force);

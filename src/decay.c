@@ -52,25 +52,31 @@ void xa_purge_oldest(xa_arena *a, uint64_t allow, uint64_t now)
     /* A pool that swings wider than the allowance looks the same as frees
      * outrunning reuse, so the purge learns from its own effect: when at
      * least half of what it gave back last time was taken again (clean
-     * units handed out since), that purge only cost a madvise and the
-     * page faults, and the floor doubles, up to half the arena's units in
-     * use, or twice the base floor where that is more: a small heap must
-     * be able to learn too (threads that come and go, each dumping its
-     * whole heap at exit for the next one to fault in again, use little
-     * between two of them). The floor halves back only after a purge
-     * whose pages stayed purged for decay_ms: the purges of one shrinking
-     * phase follow each other within milliseconds, and a program that
-     * shrinks and grows again in cycles (sqlite3 freeing and refilling its
-     * caches) would otherwise unlearn it before every regrowth. A mass
-     * free, with no allocation between its purges, keeps the base
-     * allowance; decay still returns what the floor keeps once it goes
-     * unused. */
+     * units handed out since, below an earlier peak: see run.c), that
+     * purge only cost a madvise and the page faults. The floor then rises
+     * by what was faulted in again (at least it doubles), up to twice the
+     * most units the arena had in use since the floor last halved, or
+     * twice the base floor where that is more. The peak, not the units in
+     * use at the purge: threads that come and go each dump their whole
+     * heap at exit for the next one to fault in again, and at that moment
+     * little is in use; twice the peak, because the dump comes on top of
+     * what the pool held already. The floor halves back (and the peak
+     * starts over) only after a purge whose pages stayed purged for
+     * decay_ms: the purges of one shrinking phase follow each other within
+     * milliseconds, and a program that shrinks and grows again in cycles
+     * (sqlite3 freeing and refilling its caches) would otherwise unlearn
+     * it before every regrowth. A mass free, with no allocation between
+     * its purges, keeps the base allowance; decay still returns what the
+     * floor keeps once it goes unused, and a fresh huge mapping makes the
+     * arena forget it (xa_decay_forget_churn). */
     if (a->last_purge_units) {
-        uint64_t cap = a->used_units / 2;
+        uint64_t cap = 2 * a->peak_used_units;
         if (cap < 2 * XA_DIRTY_FLOOR_UNITS)
             cap = 2 * XA_DIRTY_FLOOR_UNITS;
         if (a->refault_units * 2 >= a->last_purge_units) {
-            uint64_t floor = allow * 2 < cap ? allow * 2 : cap;
+            uint64_t want = allow + a->refault_units > allow * 2 ? allow + a->refault_units
+                                                                 : allow * 2;
+            uint64_t floor = want < cap ? want : cap;
             if (floor > a->churn_floor_units) {
                 a->churn_floor_units = floor;
                 a->last_purge_units = 0;
@@ -81,6 +87,7 @@ void xa_purge_oldest(xa_arena *a, uint64_t allow, uint64_t now)
             }
         } else if (now - a->last_purge_ns >= (uint64_t)xa_opt.decay_ms * 1000000u) {
             a->churn_floor_units /= 2;
+            a->peak_used_units = a->used_units;
         }
     }
     uint64_t purged = 0;
@@ -94,6 +101,23 @@ void xa_purge_oldest(xa_arena *a, uint64_t allow, uint64_t now)
     a->last_purge_ns = now;
     a->refault_units = 0;
     a->dirty_low_units = a->dirty_units;
+}
+
+void xa_decay_forget_churn(xa_arena *a, uint64_t now)
+{
+    if (!a->churn_floor_units && !a->last_purge_units)
+        return;
+    /* The program maps fresh memory for huge blocks while the arena keeps
+     * free runs for a churn it learnt: what it needs now is not what the
+     * floor keeps (a buffer that outgrew the runs it once used). Learning
+     * starts over from the base allowance, and the excess goes back. */
+    a->churn_floor_units = 0;
+    a->last_purge_units = 0;
+    a->refault_units = 0;
+    a->peak_used_units = a->used_units;
+    uint64_t allow = xa_dirty_allowance_units(a);
+    if (a->dirty_units > allow)
+        xa_purge_oldest(a, allow, now);
 }
 
 void xa_decay_run(xa_arena *a, uint64_t now, bool force, unsigned path)

@@ -114,6 +114,7 @@ void *xa_huge_alloc(xa_arena *a, size_t size, size_t align, bool zero)
         }
         xa_lock_acquire(&a->lock);
         a->huge_mapped += map_size;
+        xa_decay_forget_churn(a, xa_os_now_ns());
         xa_lock_release(&a->lock);
     }
     c->huge_ptr = (char *)c + off;
@@ -225,6 +226,8 @@ void *xa_huge_realloc(xa_chunk *c, size_t new_size)
         xa_chunkmap_set(n, map_size, n, XA_REGION_HUGE);
     }
     a->huge_mapped += map_size - old_map;
+    if (map_size > old_map)
+        xa_decay_forget_churn(a, xa_os_now_ns());
     a->huge_bytes += (map_size - off) - n->huge_size;
     n->map_size = map_size;
     n->huge_ptr = (char *)n + off;

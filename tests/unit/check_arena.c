@@ -189,11 +189,11 @@ START_TEST(free_purges_above_allowance)
 }
 END_TEST
 
-/* The learnt floor's ceiling: half the units in use, at least twice the
- * base floor. */
+/* The learnt floor's ceiling: twice the most units in use since the floor
+ * last halved, at least twice the base floor. */
 static uint64_t floor_ceiling(const xa_arena *a)
 {
-    uint64_t c = a->used_units / 2;
+    uint64_t c = 2 * a->peak_used_units;
     return c > 2 * XA_DIRTY_FLOOR_UNITS ? c : 2 * XA_DIRTY_FLOOR_UNITS;
 }
 
@@ -276,6 +276,46 @@ START_TEST(small_heap_dumped_and_retaken_stops_free_time_purges)
 }
 END_TEST
 
+/* A big heap dumped whole and taken again: threads that each build a heap
+ * larger than twice the base floor and free all of it before they exit.
+ * At each purge almost nothing is in use, so a ceiling taken from the
+ * units in use then (or a fixed one) keeps the floor below the dump, and
+ * every round purges part of it for the next to fault in again; the
+ * ceiling follows the peak, and the floor rises by what was faulted in
+ * again, so the purges stop within a few rounds. */
+START_TEST(big_heap_dumped_and_retaken_stops_free_time_purges)
+{
+    xa_arena *a = arena();
+    enum { SWING = 8 };
+    swing_rounds(a, SWING);
+    /* The dump (8 x 31 units) is above the old fixed ceiling. */
+    ck_assert_uint_gt(SWING * XA_LARGE_MAX_UNITS, 2 * XA_DIRTY_FLOOR_UNITS);
+    ck_assert_uint_ge(a->churn_floor_units, SWING * XA_LARGE_MAX_UNITS);
+    ck_assert_uint_eq(a->used_units, 0);
+}
+END_TEST
+
+/* What the floor keeps is for the churn it learnt: when the program maps
+ * fresh memory for a huge block instead (a buffer that outgrew its runs),
+ * the arena forgets the floor and keeps no more than the base allowance. */
+START_TEST(fresh_huge_mapping_forgets_the_learnt_floor)
+{
+    xa_arena *a = arena();
+    swing_rounds(a, 8);
+    void *p[6];
+    for (int i = 0; i < 6; i++)
+        ck_assert_ptr_nonnull(p[i] = xa_arena_large_alloc(a, XA_LARGE_MAX, false));
+    for (int i = 0; i < 6; i++)
+        xa_arena_large_free(xa_chunkmap_lookup(p[i]), slab_of(p[i]));
+    ck_assert_uint_gt(a->dirty_units, xa_arena_dirty_allowance_units(a));
+    char *h = xa_huge_alloc(a, 8u << 20, 0, false);
+    ck_assert_ptr_nonnull(h);
+    ck_assert_uint_eq(a->churn_floor_units, 0);
+    ck_assert_uint_le(a->dirty_units, xa_arena_dirty_allowance_units(a));
+    xa_huge_free(xa_chunkmap_lookup(h));
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("arena");
@@ -289,6 +329,8 @@ static Suite *make_suite(void)
     tcase_add_test(t, free_purges_above_allowance);
     tcase_add_test(t, churn_wider_than_the_allowance_stops_free_time_purges);
     tcase_add_test(t, small_heap_dumped_and_retaken_stops_free_time_purges);
+    tcase_add_test(t, big_heap_dumped_and_retaken_stops_free_time_purges);
+    tcase_add_test(t, fresh_huge_mapping_forgets_the_learnt_floor);
     suite_add_tcase(s, t);
     return s;
 }
