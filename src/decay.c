@@ -105,8 +105,8 @@ void xa_purge_oldest(xa_arena *a, uint64_t allow, uint64_t now)
 
 void xa_decay_forget_churn(xa_arena *a, uint64_t now)
 {
-    if (!a->churn_floor_units && !a->last_purge_units)
-        return;
+    if (!a->churn_floor_units)
+        return; /* nothing learnt: what a purge taught so far still counts */
     /* The program maps fresh memory for huge blocks while the arena keeps
      * free runs for a churn it learnt: what it needs now is not what the
      * floor keeps (a buffer that outgrew the runs it once used). Learning
