@@ -98,6 +98,17 @@ size_t xa_slab_reclaim_abandoned(xa_arena *a);
 
 /* ---- decay (decay.c) ---- */
 
+/* After a's units in use grew: true while they stay at or below their
+ * earlier peak (the program takes again memory it had in use before),
+ * false when they set a new peak, which it records (see xa_purge_oldest). */
+static inline bool xa_arena_used_grew(xa_arena *a)
+{
+    if (a->used_units <= a->peak_used_units)
+        return true;
+    a->peak_used_units = a->used_units;
+    return false;
+}
+
 void xa_decay_run(xa_arena *a, uint64_t now, bool force, unsigned path);
 /* arena.h's xa_arena_dirty_allowance_units, for the test below. */
 static inline uint64_t xa_dirty_allowance_units(const xa_arena *a)

@@ -86,8 +86,7 @@ bool xa_arena_large_resize(xa_chunk *c, xa_slab *s, size_t new_size)
             s->units = (uint8_t)want;
             c->used_units += take;
             a->used_units += take;
-            if (a->used_units > a->peak_used_units)
-                a->peak_used_units = a->used_units;
+            xa_arena_used_grew(a);
             a->large_bytes += (uint64_t)take << XA_UNIT_SHIFT;
             __atomic_fetch_add(&c->dense_bytes, (uint64_t)take << XA_UNIT_SHIFT, __ATOMIC_RELAXED);
             xa_chunk_density_changed(a, c);

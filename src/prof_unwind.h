@@ -13,8 +13,9 @@ void xa_prof_unwind_boot(uintptr_t text_lo, uintptr_t text_hi);
  * innermost first (step by step at first, through libunwind's cache once
  * the thread has sampled enough to pay for it: see the .c), without the
  * frames inside this library (and without any frame beyond an inner one of
- * this library: see the .c). Returns the depth. Pre: the prof guard is set (libunwind may allocate on first use);
- * no allocator or prof lock held (libunwind takes the loader's lock). */
+ * this library: see the .c). Returns the depth. Pre: the prof guard is set
+ * (libunwind may allocate on first use); no allocator or prof lock held
+ * (libunwind takes the loader's lock). */
 unsigned xa_prof_backtrace(uintptr_t *pcs, unsigned max);
 /* Writes a name for the return address pc ("function" or
  * "object+0xoffset") into buf. Pre: guard set, no prof lock held. */

@@ -104,9 +104,7 @@ xa_slab *xa_run_alloc(xa_arena *a, unsigned units)
     /* Below an earlier peak, the program takes memory again that it had
      * in use before; above it, it grows, and fresh pages are no sign that
      * a purge was premature (a buffer growing by realloc). */
-    bool again = a->used_units <= a->peak_used_units;
-    if (!again)
-        a->peak_used_units = a->used_units;
+    bool again = xa_arena_used_grew(a);
     if (a->dirty_units < a->dirty_low_units) /* reuse: the pool's low point */
         a->dirty_low_units = a->dirty_units;
     if (a->last_purge_units && units > dunits && again) /* clean units: faulted in anew */

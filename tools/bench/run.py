@@ -1131,22 +1131,15 @@ class Report:
             return "–" if ok is None else ("PASS" if ok else "MISS")
 
         by_id = {c.id: c for c in self.cases}
-        for c in self.cases:
-            if c.group != "malloc-test":
-                continue
+        # time <= best of the others: every malloc-test row, then thread churn
+        timed = [c for c in self.cases if c.group == "malloc-test"]
+        timed += [by_id[cid] for cid in ("thread churn 200", "thread churn 40 x 64 MiB")
+                  if cid in by_id]
+        for c in timed:
             x = self.value(c, "xalloc")
             best = [v for v in (self.value(c, a) for a in others) if v is not None]
             ok = None if x is None or not best else x <= min(best)
             rows.append((f"{c.id}: time <= best of the others",
-                         f"{x / min(best):.2f}x best" if ok is not None else "n/a", verdict(ok)))
-        for cid in ("thread churn 200", "thread churn 40 x 64 MiB"):
-            c = by_id.get(cid)
-            if not c:
-                continue
-            x = self.value(c, "xalloc")
-            best = [v for v in (self.value(c, a) for a in others) if v is not None]
-            ok = None if x is None or not best else x <= min(best)
-            rows.append((f"{cid}: time <= best of the others",
                          f"{x / min(best):.2f}x best" if ok is not None else "n/a", verdict(ok)))
         for cid in ("producer/consumer 1+1", "larson t2"):
             c = by_id.get(cid)
