@@ -61,6 +61,10 @@ typedef struct xa_arena {
     /* Most units in use since the floor last halved: the floor's ceiling
      * follows it, not the units in use at the purge (see xa_purge_oldest). */
     uint64_t peak_used_units;
+    /* Huge-block reuse learning (see huge.c): the last mapping unmapped at
+     * free (not by decay) and when, and the bytes of freed mappings the
+     * cache keeps beyond the dirty allowance since one was mapped again. */
+    uint64_t huge_unmapped_ns, huge_unmapped_size, huge_keep_bytes;
     uint64_t purged_bytes, npurge;
     uint64_t purged_by[XA_PURGE_PATHS]; /* bytes purged, per enum xa_purge_path */
     uint64_t huge_chunks;             /* chunks of runs backed by huge pages now */

@@ -16,6 +16,19 @@
 /* Bigger blocks are unmapped at once: reusing them saves little next to
  * their size, and holding them makes RSS lag far behind the program. */
 #define HUGE_CACHE_MAX_BLOCK ((size_t)8 << 20)
+/* Most bytes of freed mappings kept beyond the dirty allowance once the
+ * program mapped a buffer again that the cache had given up (two buffers
+ * of the biggest kept size: a text and its copy). */
+#define HUGE_KEEP_MAX (2 * HUGE_CACHE_MAX_BLOCK)
+
+/* Sizes a and b (nonzero) are one buffer's: within a quarter of each
+ * other (a program's JSON text or log buffer varies by a few percent
+ * from one round to the next). */
+static bool huge_sizes_near(uint64_t a, uint64_t b)
+{
+    uint64_t lo = a < b ? a : b, hi = a < b ? b : a;
+    return hi - lo <= lo / 4;
+}
 
 
 static void huge_link(xa_chunk **list, xa_chunk *c)
@@ -48,6 +61,46 @@ static void huge_unmap(xa_arena *a, xa_chunk *c)
     xa_os_unmap(c, size);
 }
 
+/* A mapping given up at free, not by decay: if the program maps one of
+ * its size again soon, the cache learns to keep it (xa_huge_alloc). */
+static void huge_note_unmapped(xa_arena *a, size_t map_size, uint64_t now)
+{
+    a->huge_unmapped_size = map_size;
+    a->huge_unmapped_ns = now;
+}
+
+/* Grows the cached mapping *cp (out of every list) to map_size, moving
+ * it if it cannot grow in place; its pages come along. False (the
+ * mapping unmapped) if neither works. */
+static bool huge_grow_cached(xa_arena *a, xa_chunk **cp, size_t map_size)
+{
+    xa_chunk *c = *cp;
+    size_t old_map = c->map_size;
+    if (xa_os_remap_inplace(c, old_map, map_size) == 0) {
+        xa_chunkmap_set(c, map_size, c, XA_REGION_HUGE);
+    } else {
+        /* Cleared before the address space is given up (see realloc). */
+        xa_chunkmap_set(c, old_map, NULL, XA_REGION_NONE);
+        xa_chunk *n = xa_os_remap_move(c, old_map, map_size, XA_CHUNK_SIZE);
+        if (!n || !xa_chunkmap_set(n, map_size, n, XA_REGION_HUGE)) {
+            if (n)
+                xa_chunkmap_set(n, map_size, NULL, XA_REGION_NONE);
+            xa_os_unmap(n ? (void *)n : (void *)c, n ? map_size : old_map);
+            xa_lock_acquire(&a->lock);
+            a->huge_mapped -= old_map;
+            xa_lock_release(&a->lock);
+            return false;
+        }
+        c = n;
+    }
+    c->map_size = map_size;
+    xa_lock_acquire(&a->lock);
+    a->huge_mapped += map_size - old_map;
+    xa_lock_release(&a->lock);
+    *cp = c;
+    return true;
+}
+
 size_t xa_huge_cache_purge(xa_arena *a, uint64_t now, bool force)
 {
     uint64_t decay_ns = (uint64_t)xa_opt.decay_ms * 1000000u;
@@ -55,6 +108,10 @@ size_t xa_huge_cache_purge(xa_arena *a, uint64_t now, bool force)
     for (xa_chunk *c = a->huge_cache; c;) {
         xa_chunk *next = c->next;
         if (force || now - c->freed_ns >= decay_ns) {
+            /* Unused for decay_ms: the buffer the keep was learnt for is
+             * gone or smaller; it fades out. */
+            if (!force)
+                a->huge_keep_bytes /= 2;
             huge_unlink(&a->huge_cache, c);
             a->huge_cache_count--;
             a->huge_cache_bytes -= c->map_size;
@@ -83,13 +140,22 @@ void *xa_huge_alloc(xa_arena *a, size_t size, size_t align, bool zero)
             if (h->map_size >= map_size && h->map_size - map_size <= map_size / 4 &&
                 (!best || h->map_size < best->map_size))
                 best = h;
-        if (best) {
-            huge_unlink(&a->huge_cache, best);
+        /* Else the biggest a quarter too small at most: grown by mremap,
+         * its pages are kept and only the new tail faults in. */
+        xa_chunk *grow = NULL;
+        for (xa_chunk *h = best ? NULL : a->huge_cache; h; h = h->next)
+            if (h->map_size < map_size && huge_sizes_near(h->map_size, map_size) &&
+                (!grow || h->map_size > grow->map_size))
+                grow = h;
+        c = best ? best : grow;
+        if (c) {
+            huge_unlink(&a->huge_cache, c);
             a->huge_cache_count--;
-            a->huge_cache_bytes -= best->map_size;
-            c = best;
+            a->huge_cache_bytes -= c->map_size;
         }
         xa_lock_release(&a->lock);
+        if (grow && !huge_grow_cached(a, &c, map_size))
+            c = NULL;
         if (c && zero)
             memset((char *)c + off, 0, size);
     }
@@ -112,9 +178,24 @@ void *xa_huge_alloc(xa_arena *a, size_t size, size_t align, bool zero)
             xa_os_unmap(c, map_size);
             return NULL;
         }
+        uint64_t now = xa_os_now_ns();
         xa_lock_acquire(&a->lock);
         a->huge_mapped += map_size;
-        xa_decay_forget_churn(a, xa_os_now_ns());
+        /* The cache gave up a mapping of this buffer's size within
+         * decay_ms and the program maps it again: each round of a
+         * program's big buffers would fault all their pages in again.
+         * The cache learns to keep two such buffers beyond the dirty
+         * allowance (glibc's mmap threshold learns the same from frees),
+         * until decay returns them unused. */
+        if (a->huge_unmapped_size && huge_sizes_near(a->huge_unmapped_size, map_size) &&
+            now - a->huge_unmapped_ns < (uint64_t)xa_opt.decay_ms * 1000000u) {
+            uint64_t keep = 2 * (uint64_t)map_size;
+            if (keep > HUGE_KEEP_MAX)
+                keep = HUGE_KEEP_MAX;
+            if (keep > a->huge_keep_bytes)
+                a->huge_keep_bytes = keep;
+        }
+        xa_decay_forget_churn(a, now);
         xa_lock_release(&a->lock);
     }
     c->huge_ptr = (char *)c + off;
@@ -147,11 +228,14 @@ void xa_huge_free(xa_chunk *c)
      * runs do: the oldest go first when this one would pass it. */
     uint64_t allow = xa_arena_dirty_allowance_units(a) << XA_UNIT_SHIFT;
     uint64_t dirty = a->dirty_units << XA_UNIT_SHIFT;
+    uint64_t learnt = a->huge_keep_bytes;
     bool keep = plain && xa_opt.decay_ms > 0 && c->map_size <= HUGE_CACHE_MAX_BLOCK &&
-                dirty + c->map_size <= allow;
+                (dirty + c->map_size <= allow || c->map_size <= learnt);
+    uint64_t now = xa_os_now_ns();
     while (keep && a->huge_cache &&
            (a->huge_cache_count >= HUGE_CACHE_MAX_COUNT ||
-            dirty + a->huge_cache_bytes + c->map_size > allow)) {
+            (dirty + a->huge_cache_bytes + c->map_size > allow &&
+             a->huge_cache_bytes + c->map_size > learnt))) {
         xa_chunk *old = a->huge_cache;
         while (old->next)
             old = old->next; /* the list is newest first */
@@ -159,15 +243,18 @@ void xa_huge_free(xa_chunk *c)
         a->huge_cache_count--;
         a->huge_cache_bytes -= old->map_size;
         __atomic_fetch_add(&a->purged_by[XA_PURGE_AT_FREE], old->map_size, __ATOMIC_RELAXED);
+        huge_note_unmapped(a, old->map_size, now);
         huge_unmap(a, old);
     }
     if (keep) {
-        c->freed_ns = xa_os_now_ns();
+        c->freed_ns = now;
         huge_link(&a->huge_cache, c);
         a->huge_cache_count++;
         a->huge_cache_bytes += c->map_size;
     } else {
         __atomic_fetch_add(&a->purged_by[XA_PURGE_AT_FREE], c->map_size, __ATOMIC_RELAXED);
+        if (plain)
+            huge_note_unmapped(a, c->map_size, now);
         huge_unmap(a, c);
     }
     xa_lock_release(&a->lock);

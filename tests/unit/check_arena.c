@@ -12,6 +12,7 @@
 #include "chunkmap.h"
 #include "config.h"
 #include "init.h"
+#include "os.h"
 
 static xa_arena *arena(void)
 {
@@ -316,6 +317,53 @@ START_TEST(fresh_huge_mapping_forgets_the_learnt_floor)
 }
 END_TEST
 
+/* A huge buffer the cache gave up at free and the program mapped again
+ * soon after: the cache learns to keep two of its size beyond the dirty
+ * allowance, reuses a kept mapping a little too small by growing it (its
+ * pages come along), and forgets the keep once one goes unused. */
+START_TEST(huge_buffer_mapped_again_is_kept_next_time)
+{
+    xa_arena *a = arena();
+    size_t size = 6u << 20;
+    ck_assert_uint_gt(size, xa_arena_dirty_allowance_units(a) << XA_UNIT_SHIFT);
+    char *p = xa_huge_alloc(a, size, 0, false);
+    ck_assert_ptr_nonnull(p);
+    xa_huge_free(xa_chunkmap_lookup(p));
+    ck_assert_uint_eq(a->huge_cache_count, 0); /* above the allowance: unmapped */
+    ck_assert_uint_eq(a->huge_keep_bytes, 0);
+    /* Mapped again, a little bigger: the keep is learnt. */
+    p = xa_huge_alloc(a, size + (100u << 10), 0, false);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_ge(a->huge_keep_bytes, 2 * (size + (100u << 10)));
+    memset(p, 0x5a, size);
+    xa_huge_free(xa_chunkmap_lookup(p));
+    ck_assert_uint_eq(a->huge_cache_count, 1);
+    uint64_t mapped = a->huge_mapped, cached_map = a->huge_cache->map_size;
+    /* Bigger again, by less than a quarter: the kept mapping grows. */
+    size_t big = size + (size / 8);
+    char *q = xa_huge_alloc(a, big, 0, false);
+    ck_assert_ptr_nonnull(q);
+    ck_assert_uint_eq(a->huge_cache_count, 0);
+    for (size_t k = 0; k < size; k += 4096)
+        ck_assert_int_eq(q[k], 0x5a); /* the same pages, not fresh ones */
+    memset(q, 1, big);
+    xa_chunk *c = xa_chunkmap_lookup(q);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_ptr_eq(xa_chunkmap_lookup(q + big - 1), c);
+    ck_assert_uint_ge(c->huge_size, big);
+    ck_assert_uint_eq(a->huge_mapped, mapped - cached_map + c->map_size);
+    xa_huge_free(c);
+    ck_assert_uint_eq(a->huge_cache_count, 1);
+    /* Unused for decay_ms: returned, and the keep fades. */
+    uint64_t keep = a->huge_keep_bytes;
+    xa_lock_acquire(&a->lock);
+    xa_huge_cache_purge(a, xa_os_now_ns() + (uint64_t)xa_opt.decay_ms * 1000000u + 1, false);
+    xa_lock_release(&a->lock);
+    ck_assert_uint_eq(a->huge_cache_count, 0);
+    ck_assert_uint_lt(a->huge_keep_bytes, keep);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("arena");
@@ -331,6 +379,7 @@ static Suite *make_suite(void)
     tcase_add_test(t, small_heap_dumped_and_retaken_stops_free_time_purges);
     tcase_add_test(t, big_heap_dumped_and_retaken_stops_free_time_purges);
     tcase_add_test(t, fresh_huge_mapping_forgets_the_learnt_floor);
+    tcase_add_test(t, huge_buffer_mapped_again_is_kept_next_time);
     suite_add_tcase(s, t);
     return s;
 }
