@@ -56,6 +56,7 @@ xa_slab xa_slab_reclaiming;
 static bool large_cache_flush(xa_heap *h, uint64_t now, bool force);
 static void make_room(xa_heap *h);
 static void remote_flush(xa_heap *h);
+static void outbox_flush(xa_heap *h);
 static void remote_add(xa_heap *h, unsigned index, uint64_t bytes);
 static xa_slab *spare_take(xa_heap *h, unsigned cls);
 
@@ -478,6 +479,7 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
             heap_move(h, slot);
     }
     drain_delayed(h);
+    outbox_flush(h);
     if ((++h->slow_count & 15) == 0)
         xa_heap_upkeep(h);
     if (cls < XA_FOREIGN_CLASSES && xa_heap_foreign_ready(h, cls)) {
@@ -807,6 +809,53 @@ static void foreign_flush(xa_heap *h)
         foreign_flush_class(h, c);
 }
 
+/* ---- the outbox (see struct xa_heap_outbox) ---- */
+
+static unsigned outbox_slot(const xa_slab *s)
+{
+    /* Descriptors are 128 bytes apart in a chunk's header; chunks 2 MiB. */
+    uintptr_t a = (uintptr_t)s;
+    return (unsigned)((a >> 7) ^ (a >> 21)) % XA_HEAP_OUTBOX_SLOTS;
+}
+
+static void outbox_push(xa_heap *h, struct xa_heap_outbox *o)
+{
+    if (!o->n)
+        return;
+    push_remote_chain(o->slab, o->head, o->tail, o->n);
+    h->outbox_held -= o->n;
+    o->slab = NULL;
+    o->head = o->tail = NULL;
+    o->n = 0;
+}
+
+/* Pushes every chain the outbox holds to its slab. */
+static void outbox_flush(xa_heap *h)
+{
+    if (!h->outbox_held)
+        return;
+    struct xa_heap_remote *r = xa_heap_remote(h);
+    for (unsigned i = 0; i < XA_HEAP_OUTBOX_SLOTS; i++)
+        outbox_push(h, &r->outbox[i]);
+}
+
+/* Holds b (a block of s, marked free) in the outbox. */
+static void outbox_add(xa_heap *h, xa_slab *s, xa_block *b)
+{
+    struct xa_heap_outbox *o = &xa_heap_remote(h)->outbox[outbox_slot(s)];
+    if (o->slab != s) {
+        outbox_push(h, o);
+        o->slab = s;
+        o->tail = b;
+    }
+    b->next = enc((uintptr_t)o->head); /* the tail's is set by the push */
+    o->head = b;
+    o->n++;
+    h->outbox_held++;
+    if (o->n >= XA_HEAP_OUTBOX_CHAIN)
+        outbox_push(h, o);
+}
+
 /* Hands the bytes of slot i of h's remote table to its arena and frees
  * the slot. */
 static void remote_slot_flush(struct xa_heap_remote *r, unsigned i)
@@ -924,7 +973,12 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
             return;
         }
     }
-    push_remote(s, b);
+    /* Big blocks go one by one: few, and a mass free of them should not
+     * wait in outboxes, holding whole slabs. */
+    if (cls < XA_FOREIGN_CLASSES)
+        outbox_add(h, s, b);
+    else
+        push_remote(s, b);
 }
 
 /* ---- large-block cache ---- */
@@ -1462,6 +1516,7 @@ static void release_or_abandon(xa_slab *s)
 static void heap_release_all(xa_heap *h)
 {
     foreign_flush(h);
+    outbox_flush(h);
     /* First stop all notifications (waiting out any in flight), so no
      * other thread touches this heap once it is recycled or moved. */
     for (unsigned c = 0; c < XA_NCLASSES; c++)
@@ -1561,6 +1616,7 @@ size_t xa_heap_collect(xa_heap *h)
 static size_t collect(xa_heap *h)
 {
     foreign_flush(h);
+    outbox_flush(h);
     drain_delayed(h);
     large_cache_flush(h, 0, true);
     size_t trimmed = trim_free_blocks(h, XA_PURGE_TRIM, 0);

@@ -53,6 +53,7 @@ typedef struct xa_heap {
     int tid;
     bool no_keep;                  /* tcache:off: empty slabs go back at once */
     bool remote_used;              /* the remote table may hold bytes (atomic) */
+    uint32_t outbox_held;          /* blocks held in the outbox (see xa_heap_remote) */
     /* Freed large blocks kept for reuse (tcache); slots are taken with an
      * atomic exchange so the background thread can reclaim idle ones. */
     _Atomic uintptr_t large_cache[XA_LARGE_CACHE_SLOTS];
@@ -120,9 +121,26 @@ _Static_assert(sizeof(xa_heap) <= XA_OS_PAGE, "a heap's fields fit one page");
  * blocks of many arenas in turn. Zero until the first remote free, and
  * zero again when the heap is released. */
 #define XA_HEAP_REMOTE_SLOTS 64
+/* The outbox, also on that page: blocks of other threads' slabs that this
+ * thread freed and no foreign stack keeps (the class's stack is full: a
+ * server thread freeing its clients' requests), marked free already, held
+ * in one chain per slab and pushed to their slab a chain at a time: one
+ * atomic exchange per chain instead of one per block, on the word that
+ * the owner's collection and the other freeing threads share. A slot per
+ * slab hash; a slot taken by another slab, a chain of
+ * XA_HEAP_OUTBOX_CHAIN blocks, the heap's malloc slow path, a collection
+ * and the heap's release push it. */
+#define XA_HEAP_OUTBOX_SLOTS 8
+#define XA_HEAP_OUTBOX_CHAIN 32
+struct xa_heap_outbox {
+    xa_slab *slab;           /* NULL: empty */
+    xa_block *head, *tail;   /* linked through next, head to tail */
+    uint32_t n;
+};
 struct xa_heap_remote {
     uint32_t arena_plus1[XA_HEAP_REMOTE_SLOTS];
     uint64_t bytes[XA_HEAP_REMOTE_SLOTS]; /* owner-written, read by statistics */
+    struct xa_heap_outbox outbox[XA_HEAP_OUTBOX_SLOTS];
 };
 /* Each foreign stack's descriptor is followed by the arena of each block
  * it holds (entry i: the block pushed when the stack held i; nothing pops

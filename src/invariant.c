@@ -297,6 +297,34 @@ static void check_heap(struct ctx *x, xa_heap *h)
                     f->reserved - f->used);
         }
     }
+    /* The outbox: chains of blocks of their slot's slab, as long as
+     * their counts say, all counted in outbox_held. */
+    uint32_t held = 0;
+    if (h->outbox_held) {
+        const struct xa_heap_remote *r = xa_heap_remote(h);
+        for (unsigned i = 0; i < XA_HEAP_OUTBOX_SLOTS; i++) {
+            const struct xa_heap_outbox *o = &r->outbox[i];
+            uint32_t n = 0;
+            for (const xa_block *b = o->head; b && n < o->n; n++) {
+                xa_chunk *c = xa_chunkmap_lookup((void *)b);
+                if (!c || xa_run_of(c, (void *)b) != o->slab ||
+                    !xa_slab_is_block(o->slab, (void *)b)) {
+                    bad(x, "heap: outbox slot %u holds %p, not a block of slab %p", i,
+                        (const void *)b, (void *)o->slab);
+                    break;
+                }
+                if (n + 1 == o->n && b != o->tail)
+                    bad(x, "heap: outbox slot %u ends at %p, not at its tail %p", i,
+                        (const void *)b, (void *)o->tail);
+                b = (const xa_block *)dec(b->next);
+            }
+            if (n != o->n)
+                bad(x, "heap: outbox slot %u has %u blocks, its count says %u", i, n, o->n);
+            held += o->n;
+        }
+    }
+    if (held != h->outbox_held)
+        bad(x, "heap: the outbox holds %u blocks, the count says %u", held, h->outbox_held);
     uint32_t spares = 0;
     for (unsigned cls = 0; cls < XA_NCLASSES; cls++) {
         xa_slab *s = atomic_load_explicit(&h->spare[cls], memory_order_relaxed);

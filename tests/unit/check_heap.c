@@ -241,9 +241,18 @@ static void *free_them_all(void *arg)
             most = kept;
     }
     /* It filled and stayed full (for this thread's next allocations);
-     * the rest went to their owner's remote lists. */
+     * the rest went to their owner's remote lists, a chain of up to
+     * XA_HEAP_OUTBOX_CHAIN blocks at a time through the outbox, which
+     * still holds the last chains. */
     ck_assert_uint_eq(most, limit);
     ck_assert_uint_eq(f->reserved - f->used, limit);
+    ck_assert_uint_le(h->outbox_held, XA_HEAP_OUTBOX_SLOTS * XA_HEAP_OUTBOX_CHAIN);
+    xa_slab *owner_slab = slab_of(blocks[0]);
+    for (int i = 1; i < BLOCKS; i++)
+        ck_assert_ptr_eq(slab_of(blocks[i]), owner_slab); /* 1,024 blocks a slab */
+    uintptr_t tf = atomic_load_explicit(&owner_slab->thread_free, memory_order_relaxed);
+    ck_assert_uint_eq(xa_tf_count(tf) + h->outbox_held, BLOCKS - limit);
+    ck_assert_uint_ge(xa_tf_count(tf), XA_HEAP_OUTBOX_CHAIN);
     assert_clean();
     xa_test_free(own);
     return NULL;
