@@ -123,6 +123,20 @@ static uint64_t estimate(uint64_t size)
     return e > 1.8e19 ? UINT64_MAX / 2 : (uint64_t)e;
 }
 
+/* The last size estimated and its estimate (prof_lock held): a program
+ * that samples blocks of one size over and over (a buffer cycled, most
+ * big blocks) pays for the series once. */
+static uint64_t last_est_size = UINT64_MAX, last_est; /* (no request is that big) */
+
+static uint64_t estimate_cached(uint64_t size)
+{
+    if (size != last_est_size) {
+        last_est = estimate(size);
+        last_est_size = size;
+    }
+    return last_est;
+}
+
 /* ---- tables (prof_lock held) ---- */
 
 static uint64_t stack_hash(const uintptr_t *pcs, unsigned depth)
@@ -233,7 +247,7 @@ static void samples_grow(void)
 /* Adds record r (its size and stack set) to the live counters. */
 static void sample_count(sample *r)
 {
-    r->est = estimate(r->size);
+    r->est = estimate_cached(r->size);
     xa_prof_stack *st = r->stack;
     counter_add(&st->live_count, 1);
     counter_add(&st->live_bytes, r->size);
