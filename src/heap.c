@@ -973,8 +973,9 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
             return;
         }
     }
-    /* Big blocks go one by one: few, and a mass free of them should not
-     * wait in outboxes, holding whole slabs. */
+    /* Blocks above 8 KiB (the classes without foreign stacks) go one by
+     * one: few, and a mass free of big blocks should not wait in
+     * outboxes, holding whole slabs. */
     if (cls < XA_FOREIGN_CLASSES)
         outbox_add(h, s, b);
     else

@@ -123,7 +123,8 @@ _Static_assert(sizeof(xa_heap) <= XA_OS_PAGE, "a heap's fields fit one page");
 #define XA_HEAP_REMOTE_SLOTS 64
 /* The outbox, also on that page: blocks of other threads' slabs that this
  * thread freed and no foreign stack keeps (the class's stack is full: a
- * server thread freeing its clients' requests), marked free already, held
+ * server thread freeing its clients' requests; blocks of up to 8 KiB, the
+ * classes that have foreign stacks), marked free already, held
  * in one chain per slab and pushed to their slab a chain at a time: one
  * atomic exchange per chain instead of one per block, on the word that
  * the owner's collection and the other freeing threads share. A slot per
