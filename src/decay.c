@@ -69,6 +69,11 @@ void xa_purge_oldest(xa_arena *a, uint64_t allow, uint64_t now)
      * its purges, keeps the base allowance; decay still returns what the
      * floor keeps once it goes unused, and a fresh huge mapping makes the
      * arena forget it (xa_decay_forget_churn). */
+    /* Down to half the allowance, so one purge covers many frees; but
+     * never below a learnt floor: those pages would fault in again. */
+    uint64_t target = allow / 2;
+    if (target < a->churn_floor_units)
+        target = a->churn_floor_units;
     if (a->last_purge_units) {
         uint64_t cap = 2 * a->peak_used_units;
         if (cap < 2 * XA_DIRTY_FLOOR_UNITS)
@@ -78,20 +83,24 @@ void xa_purge_oldest(xa_arena *a, uint64_t allow, uint64_t now)
                                                                  : allow * 2;
             uint64_t floor = want < cap ? want : cap;
             if (floor > a->churn_floor_units) {
-                a->churn_floor_units = floor;
+                /* (atomic: heaps read it for their own trims, unlocked) */
+                __atomic_store_n(&a->churn_floor_units, floor, __ATOMIC_RELAXED);
                 a->last_purge_units = 0;
                 a->refault_units = 0;
                 if (a->dirty_units <= floor)
                     return;
-                allow = floor;
+                /* Only the excess over what was just learnt: halving it
+                 * would have the next round fault in again what the
+                 * floor was raised for. */
+                target = floor;
             }
         } else if (now - a->last_purge_ns >= (uint64_t)xa_opt.decay_ms * 1000000u) {
-            a->churn_floor_units /= 2;
+            __atomic_store_n(&a->churn_floor_units, a->churn_floor_units / 2, __ATOMIC_RELAXED);
             a->peak_used_units = a->used_units;
         }
     }
     uint64_t purged = 0;
-    for (xa_slab *s = a->dirty_head; s && a->dirty_units > allow / 2;) {
+    for (xa_slab *s = a->dirty_head; s && a->dirty_units > target;) {
         xa_slab *next = s->dnext;
         purged += purge_free_run(a, s, XA_PURGE_AT_FREE);
         s = next;
@@ -111,7 +120,7 @@ void xa_decay_forget_churn(xa_arena *a, uint64_t now)
      * free runs for a churn it learnt: what it needs now is not what the
      * floor keeps (a buffer that outgrew the runs it once used). Learning
      * starts over from the base allowance, and the excess goes back. */
-    a->churn_floor_units = 0;
+    __atomic_store_n(&a->churn_floor_units, 0, __ATOMIC_RELAXED);
     a->last_purge_units = 0;
     a->refault_units = 0;
     a->peak_used_units = a->used_units;

@@ -690,8 +690,17 @@ static void free_local_slow(xa_heap *h, xa_slab *s)
         /* ... and only if the pool grew by half of what was freed since
          * the last look (frees outrunning reuse, not a pool that wanders
          * while the program churns). */
-        if (pool > h->trim_pool_low + 2 * TRIM_ALLOWANCE && pool >= last + TRIM_ALLOWANCE / 2) {
-            trim_free_blocks(h, XA_PURGE_AT_FREE, TRIM_ALLOWANCE);
+        /* What the arena learnt (its purges undone by page faults: a
+         * program that frees and takes the same memory again in rounds)
+         * the heap keeps too: the same pages would fault in again. */
+        uint64_t keep = TRIM_ALLOWANCE;
+        uint64_t learnt = (uint64_t)__atomic_load_n(&h->arena->churn_floor_units,
+                                                    __ATOMIC_RELAXED)
+                          << XA_UNIT_SHIFT;
+        if (learnt > keep)
+            keep = learnt;
+        if (pool > h->trim_pool_low + 2 * keep && pool >= last + TRIM_ALLOWANCE / 2) {
+            trim_free_blocks(h, XA_PURGE_AT_FREE, keep);
             h->trim_pool_low = pool;
         }
     }

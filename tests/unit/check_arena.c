@@ -200,8 +200,10 @@ static uint64_t floor_ceiling(const xa_arena *a)
 
 /* Eight rounds of swing large blocks allocated, written and freed again,
  * then what every churn must show: the first round purged at free, the
- * floor rose above the base allowance (not above its ceiling), and the
- * last three rounds purged nothing. */
+ * floor rose above the base allowance (not above its ceiling), and from
+ * the third round on nothing was purged: the second round's refaults
+ * teach the floor, and its purge takes only what lies above the floor
+ * learnt (halving it would have the next round fault in again). */
 static void swing_rounds(xa_arena *a, int swing)
 {
     enum { ROUNDS = 8, SWING_MAX = 8 };
@@ -221,7 +223,7 @@ static void swing_rounds(xa_arena *a, int swing)
     ck_assert_uint_gt(purged_in_round[0], 0);
     ck_assert_uint_gt(a->churn_floor_units, XA_DIRTY_FLOOR_UNITS);
     ck_assert_uint_le(a->churn_floor_units, floor_ceiling(a));
-    for (int r = ROUNDS - 3; r < ROUNDS; r++)
+    for (int r = 2; r < ROUNDS; r++)
         ck_assert_msg(purged_in_round[r] == 0, "round %d purged %llu bytes at free", r,
                       (unsigned long long)purged_in_round[r]);
 }
@@ -253,6 +255,34 @@ START_TEST(churn_wider_than_the_allowance_stops_free_time_purges)
      * halves it (a program that shrinks and grows again in cycles). */
     ck_assert_uint_ge(xa_opt.decay_ms, 100);
     ck_assert_uint_eq(a->churn_floor_units, learnt);
+}
+END_TEST
+
+/* Once a floor is learnt, a free-time purge takes only what lies above
+ * it: halving it, as a purge with nothing learnt does (one purge for many
+ * frees), would have the next round fault in again what the floor was
+ * learnt for. */
+START_TEST(purge_stops_at_the_learnt_floor)
+{
+    xa_arena *a = arena();
+    enum { N = 10, FLOOR_BLOCKS = 5 };
+    void *p[N];
+    for (int i = 0; i < N; i++) {
+        ck_assert_ptr_nonnull(p[i] = xa_arena_large_alloc(a, XA_LARGE_MAX, false));
+        memset(p[i], 1, XA_LARGE_MAX);
+    }
+    uint64_t floor = FLOOR_BLOCKS * XA_LARGE_MAX_UNITS;
+    ck_assert_uint_gt(floor, 2 * XA_DIRTY_FLOOR_UNITS);
+    xa_lock_acquire(&a->lock);
+    a->churn_floor_units = floor;
+    xa_lock_release(&a->lock);
+    uint64_t before = a->purged_by[XA_PURGE_AT_FREE];
+    for (int i = 0; i < N; i++)
+        xa_arena_large_free(xa_chunkmap_lookup(p[i]), slab_of(p[i]));
+    ck_assert_uint_gt(a->purged_by[XA_PURGE_AT_FREE], before); /* above the floor: purged */
+    ck_assert_uint_ge(a->dirty_units, floor - XA_LARGE_MAX_UNITS);
+    /* (frees purge again once the pool grew by half the allowance) */
+    ck_assert_uint_le(a->dirty_units, floor + floor / 2 + XA_LARGE_MAX_UNITS);
 }
 END_TEST
 
@@ -376,6 +406,7 @@ static Suite *make_suite(void)
     tcase_add_test(t, purge_returns_free_chunks);
     tcase_add_test(t, free_purges_above_allowance);
     tcase_add_test(t, churn_wider_than_the_allowance_stops_free_time_purges);
+    tcase_add_test(t, purge_stops_at_the_learnt_floor);
     tcase_add_test(t, small_heap_dumped_and_retaken_stops_free_time_purges);
     tcase_add_test(t, big_heap_dumped_and_retaken_stops_free_time_purges);
     tcase_add_test(t, fresh_huge_mapping_forgets_the_learnt_floor);

@@ -352,6 +352,50 @@ START_TEST(trim_spares_pages_shared_with_neighbours)
 END_TEST
 
 
+/* A mass free of big blocks trims their pages as it goes, unless the
+ * arena learnt that its purges are faulted in again (a program that frees
+ * and takes the same memory back in rounds): then the heap keeps as much
+ * as the arena's floor, and decay or malloc_trim return it. */
+static uint64_t free_three_in_four(unsigned char **p, int n)
+{
+    xa_heap *h = xa_tls_heap;
+    uint64_t before = h->trimmed_bytes;
+    for (int i = 0; i < n; i++)
+        if (i % 4)
+            xa_test_free(p[i]);
+    return h->trimmed_bytes - before;
+}
+
+START_TEST(mass_free_trims_unless_the_arena_learnt_a_churn)
+{
+    enum { SIZE = 32768, N = 256 }; /* 8 MiB, 6 MiB of it freed */
+    unsigned char *p[N];
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < N; i++)
+            if (round == 0 || i % 4) {
+                ck_assert_ptr_nonnull(p[i] = xa_test_malloc(SIZE));
+                memset(p[i], i, SIZE);
+            }
+        xa_arena *a = xa_tls_heap->arena;
+        uint64_t floor = round == 0 ? (uint64_t)64 << 20 >> XA_UNIT_SHIFT : 0;
+        xa_lock_acquire(&a->lock);
+        a->churn_floor_units = floor;
+        xa_lock_release(&a->lock);
+        uint64_t trimmed = free_three_in_four(p, N);
+        if (round == 0)
+            ck_assert_msg(trimmed == 0, "trimmed %llu bytes under a learnt floor",
+                          (unsigned long long)trimmed);
+        else
+            ck_assert_uint_ge(trimmed, (uint64_t)1 << 20);
+        for (int i = 0; i < N; i += 4)
+            ck_assert_uint_eq(p[i][SIZE - 1], (unsigned char)i);
+        assert_clean();
+    }
+    for (int i = 0; i < N; i += 4)
+        xa_test_free(p[i]);
+}
+END_TEST
+
 /* ---- idle reclaim ---- */
 
 enum { IR_SIZE = 1024, IR_N = 200 };
@@ -548,6 +592,7 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, full_foreign_stack_keeps_its_blocks_and_exit_returns_them);
     tcase_add_test(tc, abandoned_slab_is_adopted_by_a_freeing_thread);
     tcase_add_test(tc, trim_spares_pages_shared_with_neighbours);
+    tcase_add_test(tc, mass_free_trims_unless_the_arena_learnt_a_churn);
     tcase_add_test(tc, idle_thread_slab_pages_are_reclaimed_and_reused);
     tcase_add_test(tc, class_used_between_looks_is_not_reclaimed);
     tcase_add_test(tc, forced_reclaim_takes_empty_slabs_only);
