@@ -128,9 +128,10 @@ _Static_assert(sizeof(xa_slab) == 128, "slab descriptor is 128 bytes");
 _Static_assert(offsetof(xa_slab, in_dirty_list) < 64 && offsetof(xa_slab, thread_free) == 64,
                "the owner's fields on the first line, remote frees' word on the second");
 
-/* Bit 31 of a small slab's used mirrors in_full != 0, so the owner's free
- * tests "empty or flagged" with the one decrement it does anyway (a
- * result <= 0 as a signed number). Counts stay far below bit 30. */
+/* Bit 31 of a small slab's used mirrors in_full != 0 (but for the head of
+ * a big class, see xa_slab_slow_bit), so the owner's free tests "empty or
+ * flagged" with the one decrement it does anyway (a result <= 0 as a
+ * signed number). Counts stay far below bit 30. */
 #define XA_USED_SLOW 0x80000000u
 /* Bit 30: s heads its owner's class list (it is the current slab, or is
  * again once the serving stack runs dry) and the heap keeps it when it
@@ -145,11 +146,29 @@ static inline uint32_t xa_slab_used(const struct xa_slab *s)
     return s->used & ~XA_USED_FLAGS;
 }
 
+/* The XA_USED_SLOW bit a small slab with in_full byte v and count used
+ * carries: set in the full list or abandoned, and for a big-class slab
+ * (TRIM), whose frees count towards the trim of free blocks, unless it
+ * heads its owner's class list. A block of the head is freed and taken
+ * again at once in the common case, so its free stays on the fast path;
+ * a mass free reaches the head's blocks last, and upkeep trims those. */
+static inline uint32_t xa_slab_slow_bit(unsigned v, uint32_t used)
+{
+    bool flagged = (v & ~XA_SLAB_TRIM) != 0 || ((v & XA_SLAB_TRIM) && !(used & XA_USED_HEAD));
+    return flagged ? XA_USED_SLOW : 0;
+}
+
+/* Sets a small slab's SLOW bit from its in_full byte and HEAD bit. */
+static inline void xa_slab_sync_slow(struct xa_slab *s)
+{
+    s->used = (s->used & ~XA_USED_SLOW) | xa_slab_slow_bit(s->in_full, s->used);
+}
+
 /* Sets a small slab's in_full byte and its mirror in used. */
 static inline void xa_slab_set_in_full(struct xa_slab *s, unsigned v)
 {
     s->in_full = (uint8_t)v;
-    s->used = (s->used & ~XA_USED_SLOW) | (v ? XA_USED_SLOW : 0);
+    xa_slab_sync_slow(s);
 }
 
 #define XA_CHUNK_MAGIC 0x78616c6c6f63ULL /* "xalloc" */

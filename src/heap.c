@@ -148,10 +148,14 @@ static void foreign_charge(xa_heap *h, unsigned cls, const xa_slab *f)
  * when s is NULL), from old, the head it replaces. */
 static void head_move(xa_heap *h, xa_slab *old, xa_slab *s)
 {
-    if (old)
+    if (old) {
         old->used &= ~XA_USED_HEAD;
-    if (s && !h->no_keep)
+        xa_slab_sync_slow(old);
+    }
+    if (s && !h->no_keep) {
         s->used |= XA_USED_HEAD;
+        xa_slab_sync_slow(s);
+    }
 }
 
 static void avail_push_front(xa_heap *h, xa_slab *s)

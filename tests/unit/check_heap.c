@@ -396,6 +396,48 @@ START_TEST(mass_free_trims_unless_the_arena_learnt_a_churn)
 }
 END_TEST
 
+/* A big block freed and taken again in a loop lives in the head of its
+ * class list, whose frees stay on the fast path: no count towards the
+ * trim, no slow-path call. Another slab of the class is flagged. */
+START_TEST(big_block_of_the_head_slab_is_freed_on_the_fast_path)
+{
+    enum { SIZE = 65536 };
+    unsigned cls = xa_size_class(SIZE);
+    ck_assert_uint_ge(SIZE, XA_TRIM_MIN_BLOCK);
+    xa_heap *h = xa_heap_get();
+    ck_assert_ptr_nonnull(h);
+    uint32_t per_slab = xa_classes[cls].blocks;
+    void *keep[64];
+    ck_assert_uint_lt(per_slab + 1, 64);
+    /* Fill the first slab and one block of a second. */
+    for (uint32_t i = 0; i <= per_slab; i++)
+        ck_assert_ptr_nonnull(keep[i] = xa_test_malloc(SIZE));
+    xa_slab *head = slab_of(keep[per_slab]);
+    ck_assert_ptr_eq(head, h->avail[cls]);
+    ck_assert_uint_eq(head->used & XA_USED_SLOW, 0);
+    xa_slab *other = slab_of(keep[0]);
+    ck_assert_ptr_ne(other, head);
+    xa_test_free(xa_test_malloc(SIZE)); /* (may carve the head's next page) */
+    uint64_t pending = h->trim_pending;
+    uint32_t slow = h->slow_count;
+    for (int i = 0; i < 1000; i++) {
+        void *p = xa_test_malloc(SIZE);
+        ck_assert_ptr_eq(slab_of(p), head);
+        xa_test_free(p);
+    }
+    ck_assert_uint_eq(h->trim_pending, pending);
+    ck_assert_uint_eq(h->slow_count, slow);
+    /* A free into the other (full, then not head) slab counts. */
+    xa_test_free(keep[0]);
+    ck_assert_uint_ne(other->used & XA_USED_SLOW, 0);
+    ck_assert_uint_gt(h->trim_pending, pending);
+    assert_clean();
+    for (uint32_t i = 1; i <= per_slab; i++)
+        xa_test_free(keep[i]);
+    assert_clean();
+}
+END_TEST
+
 /* ---- idle reclaim ---- */
 
 enum { IR_SIZE = 1024, IR_N = 200 };
@@ -593,6 +635,7 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, abandoned_slab_is_adopted_by_a_freeing_thread);
     tcase_add_test(tc, trim_spares_pages_shared_with_neighbours);
     tcase_add_test(tc, mass_free_trims_unless_the_arena_learnt_a_churn);
+    tcase_add_test(tc, big_block_of_the_head_slab_is_freed_on_the_fast_path);
     tcase_add_test(tc, idle_thread_slab_pages_are_reclaimed_and_reused);
     tcase_add_test(tc, class_used_between_looks_is_not_reclaimed);
     tcase_add_test(tc, forced_reclaim_takes_empty_slabs_only);
