@@ -316,6 +316,8 @@ static void drain_delayed(xa_heap *h)
  * a purge covering many blocks. */
 #define TRIM_ALLOWANCE XA_HEAP_TRIM_ALLOWANCE
 #define TRIM_MARK 0x7472696d6d656421ULL /* "trimmed!" */
+/* Most free big-block bytes the free-time trim learns to leave alone. */
+#define TRIM_KEEP_MAX ((uint64_t)64 << 20)
 
 static inline uintptr_t trim_mark(const xa_block *b)
 {
@@ -398,6 +400,8 @@ void xa_heap_upkeep(xa_heap *h)
     uint64_t decay_ns = (uint64_t)__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) * 1000000u;
     if (now - h->last_trim_ns >= decay_ns) {
         h->last_trim_ns = now;
+        h->trim_keep /= 2; /* what the free-time trim learnt fades */
+        h->trim_last = 0;
         trim_free_blocks(h, XA_PURGE_SLOW_PATH, 0);
     }
     xa_heap_notice_dirty();
@@ -694,6 +698,22 @@ static void free_local_slow(xa_heap *h, xa_slab *s)
         /* ... and only if the pool grew by half of what was freed since
          * the last look (frees outrunning reuse, not a pool that wanders
          * while the program churns). */
+        /* A pool that wanders wider than that still looks like a mass
+         * free now and then; the trim learns from its own effect, as the
+         * arena's purge does. It takes the blocks at the heads of the
+         * free lists, which the next mallocs take first: when the pool
+         * fell back by half of what the last trim purged, those pages
+         * were faulted in again, and the heap keeps more from then on
+         * (upkeep halves it again every decay_ms, and still trims all). */
+        if (h->trim_last && pool + h->trim_last / 2 <= h->trim_pool_after) {
+            uint64_t k = h->trim_keep + 2 * h->trim_last;
+            if (k < 2 * h->trim_keep)
+                k = 2 * h->trim_keep;
+            if (k < 2 * TRIM_ALLOWANCE)
+                k = 2 * TRIM_ALLOWANCE;
+            h->trim_keep = k < TRIM_KEEP_MAX ? k : TRIM_KEEP_MAX;
+            h->trim_last = 0;
+        }
         /* What the arena learnt (its purges undone by page faults: a
          * program that frees and takes the same memory again in rounds)
          * the heap keeps too: the same pages would fault in again. */
@@ -703,8 +723,11 @@ static void free_local_slow(xa_heap *h, xa_slab *s)
                           << XA_UNIT_SHIFT;
         if (learnt > keep)
             keep = learnt;
+        if (h->trim_keep > keep)
+            keep = h->trim_keep;
         if (pool > h->trim_pool_low + 2 * keep && pool >= last + TRIM_ALLOWANCE / 2) {
-            trim_free_blocks(h, XA_PURGE_AT_FREE, keep);
+            h->trim_last = trim_free_blocks(h, XA_PURGE_AT_FREE, keep);
+            h->trim_pool_after = pool;
             h->trim_pool_low = pool;
         }
     }

@@ -73,6 +73,10 @@ typedef struct xa_heap {
     uint64_t remote_trim_pending;  /* big blocks of others freed since the last upkeep */
     uint64_t trim_pool_last;       /* free big-block bytes at the last look */
     uint64_t trim_pool_low;        /* lowest free big-block bytes seen since the last trim */
+    /* Free-time trim learning (see free_local_slow in heap.c): bytes the
+     * last trim purged and the pool then, and the bytes of free big
+     * blocks a trim leaves alone since trims were faulted in again. */
+    uint64_t trim_last, trim_pool_after, trim_keep;
     /* Frees of other threads' small blocks, counted here by this thread
      * alone (no atomic on a line other freeing threads share): per class
      * for the class totals; their bytes per arena are in the heap's

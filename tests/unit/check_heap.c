@@ -438,6 +438,39 @@ START_TEST(big_block_of_the_head_slab_is_freed_on_the_fast_path)
 }
 END_TEST
 
+/* A pool of free big blocks that wanders wider than the trim allowance
+ * (a server whose working set breathes) looks like a mass free now and
+ * then. When the blocks a trim purged are taken again (the pool falls
+ * back), the trim learns to keep more, and the next swing trims far less. */
+START_TEST(trim_undone_by_reuse_keeps_more_next_time)
+{
+    enum { SIZE = 32768, N = 512 }; /* 16 MiB, 12 MiB of it swinging */
+    static unsigned char *p[N];
+    xa_heap *h = xa_heap_get();
+    ck_assert_ptr_nonnull(h);
+    uint64_t trimmed[2];
+    for (int i = 0; i < N; i++) {
+        ck_assert_ptr_nonnull(p[i] = xa_test_malloc(SIZE));
+        memset(p[i], 1, SIZE);
+    }
+    for (int round = 0; round < 2; round++) {
+        trimmed[round] = free_three_in_four(p, N);
+        for (int i = 0; i < N; i++)
+            if (i % 4) {
+                ck_assert_ptr_nonnull(p[i] = xa_test_malloc(SIZE));
+                memset(p[i], 2, SIZE); /* faults the trimmed pages in again */
+            }
+        assert_clean();
+    }
+    ck_assert_uint_ge(trimmed[0], (uint64_t)4 << 20);
+    ck_assert_uint_gt(h->trim_keep, 0);
+    ck_assert_msg(trimmed[1] <= trimmed[0] / 2, "second swing trimmed %llu of %llu bytes",
+                  (unsigned long long)trimmed[1], (unsigned long long)trimmed[0]);
+    for (int i = 0; i < N; i++)
+        xa_test_free(p[i]);
+}
+END_TEST
+
 /* ---- idle reclaim ---- */
 
 enum { IR_SIZE = 1024, IR_N = 200 };
@@ -636,6 +669,7 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, trim_spares_pages_shared_with_neighbours);
     tcase_add_test(tc, mass_free_trims_unless_the_arena_learnt_a_churn);
     tcase_add_test(tc, big_block_of_the_head_slab_is_freed_on_the_fast_path);
+    tcase_add_test(tc, trim_undone_by_reuse_keeps_more_next_time);
     tcase_add_test(tc, idle_thread_slab_pages_are_reclaimed_and_reused);
     tcase_add_test(tc, class_used_between_looks_is_not_reclaimed);
     tcase_add_test(tc, forced_reclaim_takes_empty_slabs_only);
