@@ -187,15 +187,21 @@ void *xa_huge_alloc(xa_arena *a, size_t size, size_t align, bool zero)
          * The cache learns to keep two such buffers beyond the dirty
          * allowance (glibc's mmap threshold learns the same from frees),
          * until decay returns them unused. */
-        if (a->huge_unmapped_size && huge_sizes_near(a->huge_unmapped_size, map_size) &&
-            now - a->huge_unmapped_ns < (uint64_t)xa_opt.decay_ms * 1000000u) {
+        bool again = a->huge_unmapped_size &&
+                     huge_sizes_near(a->huge_unmapped_size, map_size) &&
+                     now - a->huge_unmapped_ns < (uint64_t)xa_opt.decay_ms * 1000000u;
+        if (again) {
             uint64_t keep = 2 * (uint64_t)map_size;
             if (keep > HUGE_KEEP_MAX)
                 keep = HUGE_KEEP_MAX;
             if (keep > a->huge_keep_bytes)
                 a->huge_keep_bytes = keep;
         }
-        xa_decay_forget_churn(a, now);
+        /* A fresh mapping of a new size: the runs' churn the arena learnt
+         * may be over (a buffer that outgrew them). A buffer of a round
+         * mapped again says the rounds go on: the floor stays. */
+        if (!again)
+            xa_decay_forget_churn(a, now);
         xa_lock_release(&a->lock);
     }
     c->huge_ptr = (char *)c + off;

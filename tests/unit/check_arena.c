@@ -347,6 +347,26 @@ START_TEST(fresh_huge_mapping_forgets_the_learnt_floor)
 }
 END_TEST
 
+/* A huge buffer a program builds again each round (a JSON text) is no
+ * sign that the runs' churn is over: mapped again at the size the cache
+ * gave up within decay_ms, it leaves the learnt floor alone. */
+START_TEST(huge_buffer_of_a_round_keeps_the_learnt_floor)
+{
+    xa_arena *a = arena();
+    size_t size = 6u << 20;
+    char *h = xa_huge_alloc(a, size, 0, false);
+    ck_assert_ptr_nonnull(h);
+    xa_huge_free(xa_chunkmap_lookup(h));
+    ck_assert_uint_eq(a->huge_cache_count, 0); /* above the allowance: unmapped */
+    swing_rounds(a, 8);
+    uint64_t learnt = a->churn_floor_units;
+    ck_assert_uint_gt(learnt, XA_DIRTY_FLOOR_UNITS);
+    ck_assert_ptr_nonnull(h = xa_huge_alloc(a, size, 0, false));
+    ck_assert_uint_eq(a->churn_floor_units, learnt);
+    xa_huge_free(xa_chunkmap_lookup(h));
+}
+END_TEST
+
 /* A huge buffer the cache gave up at free and the program mapped again
  * soon after: the cache learns to keep two of its size beyond the dirty
  * allowance, reuses a kept mapping a little too small by growing it (its
@@ -411,6 +431,7 @@ static Suite *make_suite(void)
     tcase_add_test(t, big_heap_dumped_and_retaken_stops_free_time_purges);
     tcase_add_test(t, fresh_huge_mapping_forgets_the_learnt_floor);
     tcase_add_test(t, huge_buffer_mapped_again_is_kept_next_time);
+    tcase_add_test(t, huge_buffer_of_a_round_keeps_the_learnt_floor);
     suite_add_tcase(s, t);
     return s;
 }
