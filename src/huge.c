@@ -199,8 +199,13 @@ void *xa_huge_alloc(xa_arena *a, size_t size, size_t align, bool zero)
         }
         /* A fresh mapping of a new size: the runs' churn the arena learnt
          * may be over (a buffer that outgrew them). A buffer of a round
-         * mapped again says the rounds go on: the floor stays. */
-        if (!again)
+         * mapped again says the rounds go on: the floor stays, but only
+         * while the dirty runs are no more than the live ones and the
+         * buffers going round (two). More says the program moved from
+         * runs to mappings (it freed them all): kept, the runs would add
+         * to the fresh pages, and a memory cgroup sized for the live heap
+         * would kill the program. */
+        if (!again || a->dirty_units > a->used_units + 2 * (map_size >> XA_UNIT_SHIFT))
             xa_decay_forget_churn(a, now);
         xa_lock_release(&a->lock);
     }

@@ -349,10 +349,15 @@ END_TEST
 
 /* A huge buffer a program builds again each round (a JSON text) is no
  * sign that the runs' churn is over: mapped again at the size the cache
- * gave up within decay_ms, it leaves the learnt floor alone. */
-START_TEST(huge_buffer_of_a_round_keeps_the_learnt_floor)
+ * gave up within decay_ms, it leaves the learnt floor alone, while the
+ * program's live runs are as big as the dirty ones. */
+static void huge_round_after_swings(bool keep_live)
 {
     xa_arena *a = arena();
+    enum { LIVE = 16 };
+    void *live[LIVE];
+    for (int i = 0; keep_live && i < LIVE; i++)
+        ck_assert_ptr_nonnull(live[i] = xa_arena_large_alloc(a, XA_LARGE_MAX, false));
     size_t size = 6u << 20;
     char *h = xa_huge_alloc(a, size, 0, false);
     ck_assert_ptr_nonnull(h);
@@ -362,8 +367,31 @@ START_TEST(huge_buffer_of_a_round_keeps_the_learnt_floor)
     uint64_t learnt = a->churn_floor_units;
     ck_assert_uint_gt(learnt, XA_DIRTY_FLOOR_UNITS);
     ck_assert_ptr_nonnull(h = xa_huge_alloc(a, size, 0, false));
-    ck_assert_uint_eq(a->churn_floor_units, learnt);
+    if (keep_live) {
+        ck_assert_uint_eq(a->churn_floor_units, learnt);
+    } else {
+        /* Every run freed and the dirty ones far bigger than the buffer:
+         * the program moved from runs to mappings (limitprobe's churn in a
+         * memory cgroup). Kept, the runs' pages would add to the fresh
+         * mapping's; the floor goes, and the excess with it. */
+        ck_assert_uint_eq(a->used_units, 0);
+        ck_assert_uint_eq(a->churn_floor_units, 0);
+        ck_assert_uint_le(a->dirty_units, xa_arena_dirty_allowance_units(a));
+    }
     xa_huge_free(xa_chunkmap_lookup(h));
+    for (int i = 0; keep_live && i < LIVE; i++)
+        xa_arena_large_free(xa_chunkmap_lookup(live[i]), slab_of(live[i]));
+}
+
+START_TEST(huge_buffer_of_a_round_keeps_the_learnt_floor)
+{
+    huge_round_after_swings(true);
+}
+END_TEST
+
+START_TEST(huge_buffer_after_all_runs_freed_forgets_the_floor)
+{
+    huge_round_after_swings(false);
 }
 END_TEST
 
@@ -432,6 +460,7 @@ static Suite *make_suite(void)
     tcase_add_test(t, fresh_huge_mapping_forgets_the_learnt_floor);
     tcase_add_test(t, huge_buffer_mapped_again_is_kept_next_time);
     tcase_add_test(t, huge_buffer_of_a_round_keeps_the_learnt_floor);
+    tcase_add_test(t, huge_buffer_after_all_runs_freed_forgets_the_floor);
     suite_add_tcase(s, t);
     return s;
 }
