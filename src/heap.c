@@ -360,6 +360,16 @@ static uint64_t big_free_bytes(const xa_heap *h)
     return bytes;
 }
 
+/* Bytes of big-class blocks this heap has allocated since it began (its
+ * statistics counters: nothing on the fast path). */
+static uint64_t big_malloc_bytes(const xa_heap *h)
+{
+    uint64_t bytes = 0;
+    for (unsigned c = xa_size_class(XA_TRIM_MIN_BLOCK); c < XA_NCLASSES; c++)
+        bytes += h->nmalloc[c] * xa_class_size(c);
+    return bytes;
+}
+
 /* Purges the free big blocks of this heap (trim_block), biggest classes
  * first, until at most keep bytes of free blocks are left as they are
  * (0: all). */
@@ -693,6 +703,14 @@ static void free_local_slow(xa_heap *h, xa_slab *s)
         uint64_t pool = big_free_bytes(h); /* trimmed blocks included */
         uint64_t last = h->trim_pool_last;
         h->trim_pool_last = pool;
+        /* Frees outrun mallocs only when the big blocks allocated since
+         * the last look are fewer than half of those freed: else the heap
+         * grows or churns in a steady state, its pool the fragmentation of
+         * a working set (a server warming up), and a trim now would be
+         * faulted in again by the next requests. */
+        uint64_t mallocs = big_malloc_bytes(h);
+        bool outrun = mallocs - h->trim_malloc_last <= TRIM_ALLOWANCE / 2;
+        h->trim_malloc_last = mallocs;
         if (pool < h->trim_pool_low)
             h->trim_pool_low = pool;
         /* ... and only if the pool grew by half of what was freed since
@@ -725,7 +743,7 @@ static void free_local_slow(xa_heap *h, xa_slab *s)
             keep = learnt;
         if (h->trim_keep > keep)
             keep = h->trim_keep;
-        if (pool > h->trim_pool_low + 2 * keep && pool >= last + TRIM_ALLOWANCE / 2) {
+        if (outrun && pool > h->trim_pool_low + 2 * keep && pool >= last + TRIM_ALLOWANCE / 2) {
             h->trim_last = trim_free_blocks(h, XA_PURGE_AT_FREE, keep);
             h->trim_pool_after = pool;
             h->trim_pool_low = pool;

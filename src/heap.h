@@ -73,6 +73,7 @@ typedef struct xa_heap {
     uint64_t remote_trim_pending;  /* big blocks of others freed since the last upkeep */
     uint64_t trim_pool_last;       /* free big-block bytes at the last look */
     uint64_t trim_pool_low;        /* lowest free big-block bytes seen since the last trim */
+    uint64_t trim_malloc_last;     /* big-class bytes allocated, at the last look */
     /* Free-time trim learning (see free_local_slow in heap.c): bytes the
      * last trim purged and the pool then, and the bytes of free big
      * blocks a trim leaves alone since trims were faulted in again. */

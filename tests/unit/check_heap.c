@@ -471,6 +471,48 @@ START_TEST(trim_undone_by_reuse_keeps_more_next_time)
 }
 END_TEST
 
+/* A heap that frees big blocks as fast as it allocates them grows its
+ * pool of free ones when the new blocks are of another class (a working
+ * set that changes shape, a server warming up): the frees do not outrun
+ * the mallocs, so no free-time trim purges pages the next requests would
+ * fault in again. The same frees with no mallocs between them trim. */
+START_TEST(pool_grown_while_mallocs_keep_pace_is_not_trimmed)
+{
+    enum { OLD = 32768, NEW = 49152, N = 1024 }; /* 16 MiB of holes */
+    static unsigned char *p[N], *q[N / 2];
+    xa_heap *h = xa_heap_get();
+    ck_assert_ptr_nonnull(h);
+    for (int round = 0; round < 2; round++) {
+        bool keep_pace = round == 0;
+        for (int i = 0; i < N; i++) {
+            ck_assert_ptr_nonnull(p[i] = xa_test_malloc(OLD));
+            memset(p[i], 1, OLD);
+        }
+        uint64_t before = h->trimmed_bytes;
+        /* Every other block: the slabs stay in use, their holes pool. */
+        for (int i = 1; i < N; i += 2) {
+            xa_test_free(p[i]);
+            if (keep_pace) {
+                ck_assert_ptr_nonnull(q[i / 2] = xa_test_malloc(NEW));
+                memset(q[i / 2], 2, NEW);
+            }
+        }
+        assert_clean();
+        uint64_t trimmed = h->trimmed_bytes - before;
+        if (keep_pace)
+            ck_assert_msg(trimmed == 0, "trimmed %llu bytes while mallocs kept pace",
+                          (unsigned long long)trimmed);
+        else
+            ck_assert_uint_ge(trimmed, (uint64_t)4 << 20);
+        for (int i = 0; i < N; i += 2)
+            xa_test_free(p[i]);
+        for (int i = 0; keep_pace && i < N / 2; i++)
+            xa_test_free(q[i]);
+        assert_clean();
+    }
+}
+END_TEST
+
 /* ---- idle reclaim ---- */
 
 enum { IR_SIZE = 1024, IR_N = 200 };
@@ -670,6 +712,7 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, mass_free_trims_unless_the_arena_learnt_a_churn);
     tcase_add_test(tc, big_block_of_the_head_slab_is_freed_on_the_fast_path);
     tcase_add_test(tc, trim_undone_by_reuse_keeps_more_next_time);
+    tcase_add_test(tc, pool_grown_while_mallocs_keep_pace_is_not_trimmed);
     tcase_add_test(tc, idle_thread_slab_pages_are_reclaimed_and_reused);
     tcase_add_test(tc, class_used_between_looks_is_not_reclaimed);
     tcase_add_test(tc, forced_reclaim_takes_empty_slabs_only);
