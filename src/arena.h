@@ -139,6 +139,13 @@ size_t xa_huge_cache_purge(xa_arena *a, uint64_t now, bool force);
 
 /* Huge blocks (huge.c): a mapping each, from an alignment-aware mapping. */
 void *xa_huge_alloc(xa_arena *a, size_t size, size_t align, bool zero);
+/* A cached mapping of size have serves a request of size want when it is
+ * at most a quarter too big (any unit, the same for both): the arena's
+ * cache of mappings and the heaps' slots take the same ones. */
+static inline bool xa_huge_cached_fits(uint64_t have, uint64_t want)
+{
+    return have >= want && have - want <= want / 4;
+}
 void xa_huge_free(xa_chunk *c);
 /* Resizes in place or moves with mremap; returns the (possibly new)
  * pointer, or NULL with the block untouched. */

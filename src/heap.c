@@ -1149,8 +1149,7 @@ void *xa_heap_huge_cache_take(xa_heap *h, size_t map_size, size_t request)
     for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
         uintptr_t w = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
         uintptr_t key = w & SLOT_KEY_MASK;
-        /* Up to a quarter too big, as the arena's own cache of mappings. */
-        if (!w || key < want || key - want > want / 4 || !slot_claim(h, i, w))
+        if (!w || !xa_huge_cached_fits(key, want) || !slot_claim(h, i, w))
             continue;
         char *p = (char *)(w & ~SLOT_KEY_MASK);
         xa_chunk *c = xa_chunk_of(p);

@@ -137,7 +137,7 @@ void *xa_huge_alloc(xa_arena *a, size_t size, size_t align, bool zero)
         /* Best fit among cached mappings no more than 25% too big. */
         xa_chunk *best = NULL;
         for (xa_chunk *h = a->huge_cache; h; h = h->next)
-            if (h->map_size >= map_size && h->map_size - map_size <= map_size / 4 &&
+            if (xa_huge_cached_fits(h->map_size, map_size) &&
                 (!best || h->map_size < best->map_size))
                 best = h;
         /* Else the biggest a quarter too small at most: grown by mremap,
