@@ -97,10 +97,12 @@ static uint64_t rng_next(void)
 }
 
 /* An exponentially distributed distance of mean rate bytes (at least 1). */
+static xa_prof_ln_entry ln_table[XA_PROF_LN_BUCKETS]; /* set at boot */
+static double rate_d;                                   /* rate, as a double */
+
 static int64_t next_distance(void)
 {
-    double u = (double)((rng_next() >> 11) + 1) * 0x1.0p-53; /* (0, 1] */
-    double d = -xa_prof_ln(u) * (double)rate;
+    double d = xa_prof_neg_ln_unit(ln_table, (rng_next() >> 11) + 1) * rate_d;
     if (d < 1.0)
         return 1;
     if (d > 9.0e18)
@@ -597,6 +599,8 @@ void xa_prof_boot(void)
         return;
     if (xa_opt.prof) {
         rate = xa_opt.prof_sample ? xa_opt.prof_sample : 1;
+        rate_d = (double)rate;
+        xa_prof_ln_table_init(ln_table);
         stack_bits = STACK_BITS_MIN;
         sample_bits = SAMPLE_BITS_MIN;
         stack_buckets = xa_meta_alloc(sizeof *stack_buckets << stack_bits, 64);
