@@ -48,8 +48,8 @@ typedef struct xa_sc_entry {
     uintptr_t ra, anchor; /* the key; stack NULL: empty */
     void *stack;          /* the interned stack found for it */
     uint32_t n;           /* words compared */
-    uint8_t strikes;      /* lookups of this key that missed lately */
-    uint8_t wait;         /* misses since, before it is filled again */
+    uint8_t strikes;      /* refills of this key (its chain changed) */
+    uint8_t wait;         /* misses since the last (re)fill */
     /* A key that missed once: a second miss of it fills the entry (a
      * stack seen once is not worth a scan). */
     uintptr_t seen_ra, seen_anchor;
@@ -133,17 +133,17 @@ xa_sc_fill(xa_sc_entry *e, uintptr_t ra, uintptr_t anchor, uintptr_t top, const 
 /* What to do after a lookup of key (ra, anchor) in e missed: true when
  * this miss should fill e (its unwind is then scanned), false when the
  * stack is used once and e kept. A key fills on its second miss in a row
- * of its slot; a key whose entry keeps missing (its chain changes under
- * the same key) waits twice as many misses after each failed fill, so a
- * scan never costs more than a bounded share of the unwinds. */
+ * of its slot; a filled key whose lookups miss (its chain changed under
+ * the same key) refills after 2 misses, then 4, 8, ... up to 128, so that
+ * a key whose chain keeps changing costs few scans. */
 static inline bool xa_sc_should_fill(xa_sc_entry *e, uintptr_t ra, uintptr_t anchor)
 {
     if (e->stack && e->ra == ra && e->anchor == anchor) {
-        if (e->strikes < 6)
-            e->strikes++;
-        if (++e->wait < (1u << e->strikes))
+        if (++e->wait < (2u << e->strikes))
             return false;
         e->wait = 0;
+        if (e->strikes < 6)
+            e->strikes++;
         return true;
     }
     if (e->seen_ra == ra && e->seen_anchor == anchor) {
