@@ -37,12 +37,20 @@ static const unsigned slot[] = {1, 6, 30, 31, 700};
 #define N 5
 #define RA 0x401000
 
+/* An empty entry e and stack_mem holding chain at slot; returns the
+ * anchor, *top the end of stack_mem. */
+static uintptr_t setup(xa_sc_entry *e, uintptr_t *top)
+{
+    memset(e, 0, sizeof *e);
+    uintptr_t anchor = make_stack(stack_mem, WORDS, chain, slot, N);
+    *top = anchor + WORDS * sizeof(uintptr_t);
+    return anchor;
+}
+
 START_TEST(test_fill_then_hit)
 {
     xa_sc_entry e;
-    memset(&e, 0, sizeof e);
-    uintptr_t anchor = make_stack(stack_mem, WORDS, chain, slot, N);
-    uintptr_t top = anchor + WORDS * sizeof(uintptr_t);
+    uintptr_t top, anchor = setup(&e, &top);
     ck_assert(xa_sc_fill(&e, RA, anchor, top, chain, N, ST));
     ck_assert_uint_eq(e.n, N);
     ck_assert_ptr_eq(xa_sc_lookup(&e, RA, anchor), ST);
@@ -55,9 +63,7 @@ END_TEST
 START_TEST(test_changed_chain_misses)
 {
     xa_sc_entry e;
-    memset(&e, 0, sizeof e);
-    uintptr_t anchor = make_stack(stack_mem, WORDS, chain, slot, N);
-    uintptr_t top = anchor + WORDS * sizeof(uintptr_t);
+    uintptr_t top, anchor = setup(&e, &top);
     ck_assert(xa_sc_fill(&e, RA, anchor, top, chain, N, ST));
     /* Another caller at the same depth: one return address differs. */
     for (unsigned i = 0; i < N; i++) {
@@ -82,9 +88,7 @@ END_TEST
 START_TEST(test_fill_refuses)
 {
     xa_sc_entry e;
-    memset(&e, 0, sizeof e);
-    uintptr_t anchor = make_stack(stack_mem, WORDS, chain, slot, N);
-    uintptr_t top = anchor + WORDS * sizeof(uintptr_t);
+    uintptr_t top, anchor = setup(&e, &top);
     /* A value that is nowhere. */
     const uintptr_t missing[] = {0x401000, 0x4deadbeef};
     ck_assert(!xa_sc_fill(&e, RA, anchor, top, missing, 2, ST));
