@@ -4,7 +4,9 @@
  *     extra cost of a sampled malloc/free pair over the same pair with
  *     prof_active:false: from one call path over and over (the stack
  *     cache hits: no unwind), and from two paths in turns that share the
- *     cache's key, so that every lookup misses (unwind, intern).
+ *     cache's key: the entry keeps one of them, so one call in two hits
+ *     and the other misses (unwind, intern); twice that figure less the
+ *     first is the cost of a miss.
  *  2. One dump of a 10,000-stack profile: 10,000 distinct call paths each
  *     keep a block; the process asks itself for dumps through its
  *     statistics file (as xalloc-stat --dump does); the time of a no-op
@@ -184,12 +186,14 @@ int main(void)
     qsort(dump + 1, 5, sizeof dump[0], cmp_double);
     printf("One unwind (unw_backtrace, %d frames deep): %.0f ns. A sampled malloc/free pair "
            "costs %.0f ns more than an unsampled one when its call stack repeats (the stack "
-           "cache hits: record made and dropped; %.0f vs %.0f ns), %.0f ns more when the stack "
-           "changes at every call (two callers in turns: unwind, stack intern; %.0f vs %.0f ns). "
+           "cache hits: record made and dropped; %.0f vs %.0f ns), %.0f ns more from two "
+           "callers in turns that share the cache's key (%.0f vs %.0f ns; one call in two "
+           "misses: a miss, with its unwind and stack intern, costs about %.0f ns). "
            "One dump of a 10,000-stack profile (heap file with MAPPED_LIBRARIES, plus collapsed "
            "stacks): %.1f ms the first time (symbol names looked up), %.1f ms after (median of "
            "5), request round trip (%.2f ms) subtracted.\n",
            DEPTH + 2, unw, on - off, on, off, on_turns - off_turns, on_turns, off_turns,
+           2 * (on_turns - off_turns) - (on - off),
            dump[0] - noop[2], dump[3] - noop[2], noop[2]);
     return 0;
 }
