@@ -45,8 +45,11 @@ uninstall-prof:
 #   entry point, prof_active at run time, sampled blocks through every
 #   entry point (prof_sample:1, junk too, double frees reported), the
 #   resident footprint of a small profiled program, the two stack walks
-#   (light threads keep no trace cache; both walks agree); and the Check suite of the sampler's
-#   arithmetic (check_prof_math). About 30 s.
+#   (light threads keep no trace cache; both walks agree), the stack cache
+#   (callers that share a key, threads, signal handlers: every sample
+#   charged to its own stack); and the Check suites of the sampler's
+#   arithmetic (check_prof_math) and of the stack cache
+#   (check_prof_stack_cache). About 30 s.
 # check-prof-compat: with prof:false the profiling library passes the API
 #   conformance suite, the danger-list probes and the real programs; with
 #   prof:true (a small sample distance) the API suite and the probes, and
@@ -58,7 +61,7 @@ PROF_T := $(BUILD)/tests/prof
 PROF_T_CFLAGS = -std=gnu11 -O2 -g $(WARN) -fno-omit-frame-pointer -pthread -rdynamic
 PROF_T_BINS := $(PROF_T)/two_sites $(PROF_T)/deadlock $(PROF_T)/holder $(PROF_T)/leaky \
         $(PROF_T)/active $(PROF_T)/grow $(PROF_T)/dump_request $(PROF_T)/dl_obj.so \
-        $(PROF_T)/footprint $(PROF_T)/sampled $(PROF_T)/walks
+        $(PROF_T)/footprint $(PROF_T)/sampled $(PROF_T)/walks $(PROF_T)/stack_cache
 PROF_ALIAS := $(BUILD)/prof-alias/libxalloc.so.1
 
 $(PROF_T)/%: tests/prof/%.c tests/prof/proc_kb.h
@@ -80,14 +83,22 @@ $(PROF_T)/check_prof_math: tests/prof/check_prof_math.c src/prof_math.h tests/un
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g $(WARN) -Isrc -Itests $(CHECK_CFLAGS) $< -o $@ $(CHECK_LIBS) -lm
 
+# The stack cache's fill, lookup and policy over made-up stacks (a Check suite).
+$(PROF_T)/check_prof_stack_cache: tests/prof/check_prof_stack_cache.c src/prof_stack_cache.h \
+        tests/unit/unit_main.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -Isrc -Itests $(CHECK_CFLAGS) $< -o $@ $(CHECK_LIBS)
+
 $(PROF_ALIAS): $(PROF_LIB)
 	@mkdir -p $(dir $@)
 	cp -f $< $@
 
 .PHONY: check-prof check-prof-compat
 ## check-prof: profiler tests: pprof/jeprof readers, deadlock, dump on request, leak report
-check-prof: $(PROF_LIB) $(PROF_T_BINS) $(PROF_T)/check_prof_math $(STAT_TOOL)
+check-prof: $(PROF_LIB) $(PROF_T_BINS) $(PROF_T)/check_prof_math $(PROF_T)/check_prof_stack_cache \
+        $(STAT_TOOL)
 	$(XT_CK_ENV) $(PROF_T)/check_prof_math
+	$(XT_CK_ENV) $(PROF_T)/check_prof_stack_cache
 	bash tests/prof/run.sh $(PROF_LIB) $(PROF_T) $(STAT_TOOL)
 
 ## check-prof-compat: libxalloc-prof.so.1 with prof:false passes the API, danger and program tests

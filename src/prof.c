@@ -18,6 +18,8 @@
 #include "prof.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <string.h>
 
 #include "config.h"
 #include "init.h"
@@ -26,6 +28,7 @@
 #include "os.h"
 #include "prof_dump.h"
 #include "prof_math.h"
+#include "prof_stack_cache.h"
 #include "prof_unwind.h"
 #include "stats.h"
 #include "util.h"
@@ -94,10 +97,12 @@ static uint64_t rng_next(void)
 }
 
 /* An exponentially distributed distance of mean rate bytes (at least 1). */
+static xa_prof_ln_entry ln_table[XA_PROF_LN_BUCKETS]; /* set at boot */
+static double rate_d;                                   /* rate, as a double */
+
 static int64_t next_distance(void)
 {
-    double u = (double)((rng_next() >> 11) + 1) * 0x1.0p-53; /* (0, 1] */
-    double d = -xa_prof_ln(u) * (double)rate;
+    double d = xa_prof_neg_ln_unit(ln_table, (rng_next() >> 11) + 1) * rate_d;
     if (d < 1.0)
         return 1;
     if (d > 9.0e18)
@@ -372,18 +377,123 @@ XA_SLOW_PATH bool xa_prof_sample_begin(void)
            __atomic_load_n(&xa_opt.prof_active, __ATOMIC_RELAXED);
 }
 
-XA_SLOW_PATH void *xa_prof_sample_record(void *p, size_t size, void **slot)
+/* ---- the stack cache (prof_stack_cache.h) ----
+ * A thread gets its cache at its second sample (one that samples once is
+ * not worth it) from metadata memory, and gives it back at exit through a
+ * thread-specific key's destructor, for the next thread to reuse. */
+#define SC_DEAD ((xa_sc_cache *)1) /* the thread is exiting: no cache */
+static pthread_key_t sc_key;
+static bool sc_key_made;
+static xa_sc_cache *sc_free; /* prof_lock */
+static __thread xa_sc_cache *sc_tls __attribute__((tls_model("initial-exec")));
+static __thread bool sc_sampled __attribute__((tls_model("initial-exec")));
+
+static void sc_thread_exit(void *arg)
 {
-    int saved_errno = errno;
-    guard = true;
-    uintptr_t pcs[XA_PROF_MAX_DEPTH];
-    unsigned depth = xa_prof_backtrace(pcs, XA_PROF_MAX_DEPTH);
+    xa_sc_cache *c = arg;
+    sc_tls = SC_DEAD; /* (a later destructor's sample must not make another) */
     xa_lock_acquire(&prof_lock);
-    xa_prof_stack *st = stack_intern(pcs, depth);
+    c->next = sc_free;
+    sc_free = c;
+    xa_lock_release(&prof_lock);
+}
+
+/* This thread's cache, made on its second call; NULL when it has none.
+ * Pre: guard set, no lock held. */
+static xa_sc_cache *sc_get(void)
+{
+    if (sc_tls)
+        return sc_tls == SC_DEAD ? NULL : sc_tls;
+    if (!sc_sampled || !sc_key_made) {
+        sc_sampled = true;
+        return NULL;
+    }
+    xa_lock_acquire(&prof_lock);
+    xa_sc_cache *c = sc_free;
+    if (c)
+        sc_free = c->next;
+    xa_lock_release(&prof_lock);
+    if (c)
+        memset(c, 0, sizeof *c);
+    else
+        c = xa_meta_alloc(sizeof *c, XA_CACHELINE);
+    /* (setspecific may allocate, for a key past the first 32: unsampled,
+     * the guard is set.) */
+    if (!c || pthread_setspecific(sc_key, c) != 0) {
+        if (c)
+            sc_thread_exit(c);
+        sc_tls = SC_DEAD;
+        return NULL;
+    }
+    sc_tls = c;
+    return c;
+}
+
+/* Remembers the stack st just unwound for key (ra, anchor) when the
+ * policy says so (xa_sc_should_fill): raw[0..used) are the return
+ * addresses that decided it, raw[0] the key's own. */
+static void sc_remember(uintptr_t ra, uintptr_t anchor, const uintptr_t *raw, unsigned used,
+                        xa_prof_stack *st)
+{
+    xa_sc_cache *c = sc_get();
+    if (!c)
+        return;
+    xa_sc_entry *e = xa_sc_slot(c, ra, anchor);
+    if (!xa_sc_should_fill(e, ra, anchor))
+        return;
+    uintptr_t top = xa_prof_stack_top(anchor);
+    if (!top || (anchor & 7) != 0)
+        return;
+    for (unsigned i = 0; i < used; i++)
+        if (xa_prof_is_sigreturn(raw[i]))
+            return;
+    (void)xa_sc_fill(e, ra, anchor, top, raw, used, st);
+}
+
+/* Records a sample with stack st (or of the stack in pcs[0..depth) when
+ * st is NULL). */
+static void record_locked(void *p, size_t size, void **slot, xa_prof_stack *st,
+                          const uintptr_t *pcs, unsigned depth, xa_prof_stack **interned)
+{
+    xa_lock_acquire(&prof_lock);
+    if (!st)
+        st = stack_intern(pcs, depth);
     sample *r = st ? sample_new(p, size, st, slot == NULL) : NULL;
     if (slot)
         *slot = r;
     xa_lock_release(&prof_lock);
+    *interned = st;
+}
+
+XA_SLOW_PATH void *xa_prof_sample_record(void *p, size_t size, void **slot)
+{
+    int saved_errno = errno;
+    guard = true;
+    /* The key of the stack cache: this frame (where it lies decides where
+     * every outer frame's return address is saved) and its caller. */
+    uintptr_t anchor = (uintptr_t)__builtin_frame_address(0);
+    uintptr_t ra = (uintptr_t)__builtin_return_address(0);
+    xa_sc_cache *c = sc_tls;
+    xa_prof_stack *st = NULL;
+    if (c > SC_DEAD)
+        st = xa_sc_lookup(xa_sc_slot(c, ra, anchor), ra, anchor);
+    if (st) {
+        record_locked(p, size, slot, st, NULL, 0, &st);
+    } else {
+        uintptr_t raw[XA_PROF_RAW_MAX], pcs[XA_PROF_MAX_DEPTH];
+        unsigned n = xa_prof_backtrace_raw(raw, XA_PROF_RAW_MAX);
+        /* raw[] starts in the walk's own frames, below this one. */
+        unsigned j = 0;
+        while (j < n && raw[j] != ra)
+            j++;
+        if (j == n)
+            j = 0;
+        unsigned used;
+        unsigned depth = xa_prof_backtrace_filter(raw + j, n - j, pcs, XA_PROF_MAX_DEPTH, &used);
+        record_locked(p, size, slot, NULL, pcs, depth, &st);
+        if (st && raw[j] == ra)
+            sc_remember(ra, anchor, raw + j, used, st);
+    }
     maybe_interval_dump();
     guard = false;
     errno = saved_errno;
@@ -489,6 +599,8 @@ void xa_prof_boot(void)
         return;
     if (xa_opt.prof) {
         rate = xa_opt.prof_sample ? xa_opt.prof_sample : 1;
+        rate_d = (double)rate;
+        xa_prof_ln_table_init(ln_table);
         stack_bits = STACK_BITS_MIN;
         sample_bits = SAMPLE_BITS_MIN;
         stack_buckets = xa_meta_alloc(sizeof *stack_buckets << stack_bits, 64);
@@ -496,6 +608,9 @@ void xa_prof_boot(void)
         uintptr_t lo, hi;
         if (xa_prof_maps_range((uintptr_t)&xa_prof_boot, &lo, &hi) == 0)
             xa_prof_unwind_boot(lo, hi);
+        if (xa_prof_maps_range(xa_prof_unwind_libc_probe(), &lo, &hi) == 0)
+            xa_prof_unwind_boot_libc(lo, hi);
+        sc_key_made = pthread_key_create(&sc_key, sc_thread_exit) == 0;
         if (stack_buckets && sample_buckets) {
             enabled = true;
             __atomic_store_n(&xa_prof_on, true, __ATOMIC_RELEASE);

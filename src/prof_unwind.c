@@ -30,14 +30,13 @@
 #include <elf.h>
 #include <libunwind.h>
 #include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
 
 #include "os.h"
 #include "prof.h"
 #include "util.h"
-
-/* Our own frames (sampling slow path, malloc entry point) are dropped;
- * a few more are fetched so that the depth limit applies to the caller's. */
-#define OWN_FRAMES_MAX 8
 
 static uintptr_t text_lo, text_hi;
 
@@ -93,7 +92,7 @@ static int walk(void **buf, int max)
          * unw_backtrace that builds it, less the walk just made (racing
          * first moves each store a measurement; any of them will do). */
         if (!__atomic_load_n(&cache_cost_measured, __ATOMIC_RELAXED)) {
-            void *scratch[XA_PROF_MAX_DEPTH + OWN_FRAMES_MAX];
+            void *scratch[XA_PROF_RAW_MAX];
             uint64_t t2 = xa_os_thread_cpu_ns();
             (void)unw_backtrace(scratch, max);
             uint64_t built = xa_os_thread_cpu_ns() - t2;
@@ -108,29 +107,108 @@ static int walk(void **buf, int max)
     return n;
 }
 
-unsigned xa_prof_backtrace(uintptr_t *pcs, unsigned max)
+unsigned xa_prof_backtrace_raw(uintptr_t *out, unsigned max)
 {
-    void *buf[XA_PROF_MAX_DEPTH + OWN_FRAMES_MAX];
+    void *buf[XA_PROF_RAW_MAX];
+    if (max > XA_PROF_RAW_MAX)
+        max = XA_PROF_RAW_MAX;
+    int n = walk(buf, (int)max);
+    for (int i = 0; i < n; i++)
+        out[i] = (uintptr_t)buf[i];
+    return n > 0 ? (unsigned)n : 0;
+}
+
+static bool in_lib(uintptr_t pc)
+{
+    return pc >= text_lo && pc < text_hi;
+}
+
+unsigned xa_prof_backtrace_filter(const uintptr_t *raw, unsigned n, uintptr_t *pcs, unsigned max,
+                                  unsigned *used)
+{
     if (max > XA_PROF_MAX_DEPTH)
         max = XA_PROF_MAX_DEPTH;
-    int n = walk(buf, (int)(max + OWN_FRAMES_MAX));
-    if (n <= 0)
-        return 0;
-    int skip = 0;
-    while (skip < n && (uintptr_t)buf[skip] >= text_lo && (uintptr_t)buf[skip] < text_hi)
-        skip++;
+    unsigned i = 0;
+    while (i < n && in_lib(raw[i]))
+        i++;
     /* A frame of this library further out means the allocation was made
      * by libc on behalf of the allocator itself (pthread_create of its
      * background thread allocating TLS): the stack stops there, so the
      * memory is shown under the libc function and not charged to whatever
      * the program was allocating at the time. */
     unsigned depth = 0;
-    for (int i = skip; i < n && depth < max; i++) {
-        if ((uintptr_t)buf[i] >= text_lo && (uintptr_t)buf[i] < text_hi)
+    for (; i < n && depth < max; i++) {
+        if (in_lib(raw[i])) {
+            i++; /* (that frame decided where the stack ends) */
             break;
-        pcs[depth++] = (uintptr_t)buf[i];
+        }
+        pcs[depth++] = raw[i];
     }
+    *used = i;
     return depth;
+}
+
+/* ---- where a thread's stack ends (the stack cache) ----
+ * The top of the stack holding anchor, found without a call that could
+ * take a lock or allocate (pthread_getattr_np does both, and a program
+ * inside it may be the one allocating): glibc puts a thread's descriptor
+ * (pthread_self()) at the top of the thread's stack block, above its TLS,
+ * so a frame of the thread's own stack lies below it and everything in
+ * between is mapped; the main thread's stack ends at __libc_stack_end
+ * (argv and the environment lie above, in the same mapping). A frame
+ * elsewhere (a signal stack, a coroutine's) is more than the window away
+ * from both but for a stack placed right below a thread stack smaller
+ * than the window; with a chain that crosses stacks (a signal frame) the
+ * scan could then read past that stack, hence signal frames of glibc's
+ * trampoline are refused as well (xa_prof_is_sigreturn). Anything else:
+ * 0, no caching. */
+#define THREAD_WINDOW ((uintptr_t)1 << 20)
+#define MAIN_WINDOW ((uintptr_t)8 << 20)
+
+extern void *__libc_stack_end __attribute__((weak));
+
+uintptr_t xa_prof_stack_top(uintptr_t anchor)
+{
+#if defined(__x86_64__) && defined(__GLIBC__)
+    uintptr_t self = (uintptr_t)pthread_self() & ~(uintptr_t)7;
+    if (anchor < self && self - anchor <= THREAD_WINDOW)
+        return self;
+    uintptr_t end = &__libc_stack_end ? (uintptr_t)__libc_stack_end & ~(uintptr_t)7 : 0;
+    if (anchor < end && end - anchor <= MAIN_WINDOW)
+        return end;
+#else
+    (void)anchor;
+#endif
+    return 0;
+}
+
+/* glibc's signal return trampoline (__restore_rt), the return address of
+ * every handler it installs: mov $15, %rax; syscall. Read only inside
+ * libc's text mapping (found at boot), where reading cannot fault. */
+static uintptr_t libc_lo, libc_hi;
+
+bool xa_prof_is_sigreturn(uintptr_t pc)
+{
+#if defined(__x86_64__)
+    static const unsigned char code[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+    if (pc < libc_lo || pc >= libc_hi || libc_hi - pc < sizeof code)
+        return false;
+    return memcmp((const void *)pc, code, sizeof code) == 0;
+#else
+    (void)pc;
+    return false;
+#endif
+}
+
+uintptr_t xa_prof_unwind_libc_probe(void)
+{
+    return (uintptr_t)&sigaction;
+}
+
+void xa_prof_unwind_boot_libc(uintptr_t lo, uintptr_t hi)
+{
+    libc_lo = lo;
+    libc_hi = hi;
 }
 
 static const char *base_name(const char *path)

@@ -1,8 +1,12 @@
 /* prof_cost.c: two micro figures of the profiler (tools/prof-bench).
  * Run under libxalloc-prof.so.1 with prof:true,prof_sample:1.
  *  1. One unwind: unw_backtrace at a known depth, timed directly, and the
- *     extra cost of a sampled malloc/free pair (unwind, intern, enter and
- *     remove the block) over the same pair with prof_active:false.
+ *     extra cost of a sampled malloc/free pair over the same pair with
+ *     prof_active:false: from one call path over and over (the stack
+ *     cache hits: no unwind), and from two paths in turns that share the
+ *     cache's key: the entry keeps one of them, so one call in two hits
+ *     and the other misses (unwind, intern); twice that figure less the
+ *     first is the cost of a miss.
  *  2. One dump of a 10,000-stack profile: 10,000 distinct call paths each
  *     keep a block; the process asks itself for dumps through its
  *     statistics file (as xalloc-stat --dump does); the time of a no-op
@@ -46,8 +50,36 @@ static void set(const char *kv)
 void *volatile sink;
 double chain(int d, int mode);
 
-/* Recurses to DEPTH frames, then times mode 0 (unw_backtrace) or mode 1
- * (malloc/free pairs). */
+/* Two callers with the same frame of one allocating function (see
+ * tests/prof/stack_cache.c): its malloc runs at the same stack address
+ * whichever called it, the stacks differ one frame further out. */
+void *pair_leaf(size_t size);
+void *pair_a(size_t size);
+void *pair_b(size_t size);
+__attribute__((noinline)) void *pair_leaf(size_t size)
+{
+    void *p = malloc(size);
+    __asm__ volatile("" : : "r"(p) : "memory"); /* no tail call */
+    return p;
+}
+
+__attribute__((noinline, noclone)) void *pair_a(size_t size)
+{
+    void *p = pair_leaf(size);
+    __asm__ volatile("" : : "r"(p) : "memory");
+    return p;
+}
+
+__attribute__((noinline, noclone)) void *pair_b(size_t size)
+{
+    void *p = pair_leaf(size);
+    __asm__ volatile("" : "+r"(p) : : "memory");
+    return p;
+}
+
+/* Recurses to DEPTH frames, then times mode 0 (unw_backtrace), mode 1
+ * (malloc/free pairs) or mode 2 (pairs through pair_a and pair_b in
+ * turns). */
 __attribute__((noinline)) double chain(int d, int mode)
 {
     if (d > 0) {
@@ -61,9 +93,15 @@ __attribute__((noinline)) double chain(int d, int mode)
         for (int i = 0; i < PAIRS; i++)
             if (unw_backtrace(buf, 64) < DEPTH)
                 abort();
-    } else {
+    } else if (mode == 1) {
         for (int i = 0; i < PAIRS; i++) {
             sink = malloc(64);
+            free(sink);
+        }
+    } else {
+        void *(*volatile via[2])(size_t) = {pair_a, pair_b};
+        for (int i = 0; i < PAIRS; i++) {
+            sink = via[i & 1](64);
             free(sink);
         }
     }
@@ -120,9 +158,9 @@ int main(void)
     set("prof_active:true");
     double unw = chain(DEPTH, 0);
     set("prof_active:false");
-    double off = chain(DEPTH, 1);
+    double off = chain(DEPTH, 1), off_turns = chain(DEPTH, 2);
     set("prof_active:true");
-    double on = chain(DEPTH, 1);
+    double on = chain(DEPTH, 1), on_turns = chain(DEPTH, 2);
 
     for (unsigned k = 0; k < 10000; k++)
         path0(k, 0);
@@ -147,10 +185,15 @@ int main(void)
     qsort(noop, 5, sizeof noop[0], cmp_double);
     qsort(dump + 1, 5, sizeof dump[0], cmp_double);
     printf("One unwind (unw_backtrace, %d frames deep): %.0f ns. A sampled malloc/free pair "
-           "costs %.0f ns more than an unsampled one (unwind, stack intern, record made and "
-           "dropped; %.0f vs %.0f ns). One dump of a 10,000-stack profile (heap file with "
-           "MAPPED_LIBRARIES, plus collapsed stacks): %.1f ms the first time (symbol names "
-           "looked up), %.1f ms after (median of 5), request round trip (%.2f ms) subtracted.\n",
-           DEPTH + 2, unw, on - off, on, off, dump[0] - noop[2], dump[3] - noop[2], noop[2]);
+           "costs %.0f ns more than an unsampled one when its call stack repeats (the stack "
+           "cache hits: record made and dropped; %.0f vs %.0f ns), %.0f ns more from two "
+           "callers in turns that share the cache's key (%.0f vs %.0f ns; one call in two "
+           "misses: a miss, with its unwind and stack intern, costs about %.0f ns). "
+           "One dump of a 10,000-stack profile (heap file with MAPPED_LIBRARIES, plus collapsed "
+           "stacks): %.1f ms the first time (symbol names looked up), %.1f ms after (median of "
+           "5), request round trip (%.2f ms) subtracted.\n",
+           DEPTH + 2, unw, on - off, on, off, on_turns - off_turns, on_turns, off_turns,
+           2 * (on_turns - off_turns) - (on - off),
+           dump[0] - noop[2], dump[3] - noop[2], noop[2]);
     return 0;
 }

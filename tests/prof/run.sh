@@ -35,6 +35,13 @@
 #           no libunwind trace cache (32 such threads add little resident
 #           memory); a thread that samples a lot moves to the cached walk,
 #           and both walks give the same stack.
+# stack_cache  with every allocation sampled, two callers that share the
+#           stack cache's key (same frame, same depth), in runs, in turns
+#           and at random, in three threads, a signal handler on an
+#           alternate stack and on the thread's own, and longjmp out of
+#           deeper paths: each site's live bytes are exactly its truth, and
+#           each caller has one stack per thread kind (a hit gives the same
+#           stack as an unwind).
 set -u
 LIB=$(readlink -f "$1")
 BIN=$(readlink -f "$2")
@@ -448,6 +455,43 @@ walks() {
     fi
 }
 
+# ---- stack cache ----
+stack_cache() {
+    local d=$W/stack_cache site key truth got stacks
+    mkdir -p "$d"
+    if ! run_prof "prof:true,prof_sample:1,prof_final:true,prof_dir:$d" "$BIN/stack_cache" \
+        >"$d/out" 2>"$d/err"; then
+        not_ok "stack_cache: stack_cache ran" "$d/err"
+        return
+    fi
+    local collapsed
+    collapsed=$(newest "$d" .collapsed)
+    for site in via_a:a_bytes via_b:b_bytes via_sig:sig_bytes deep:deep_bytes; do
+        key=${site#*:}
+        site=${site%%:*}
+        truth=$(result "$d/out" "$key")
+        # live bytes of the stacks ending in SITE;leaf
+        got=$(awk -v s="$site" '{ n = split($1, f, ";"); if (n >= 2 && f[n] == "leaf" &&
+            f[n - 1] == s) t += $NF } END { printf "%d", t }' "$collapsed")
+        if [ -n "$truth" ] && [ "$got" = "$truth" ]; then
+            ok "stack_cache: $site;leaf holds $got bytes, exactly the truth"
+        else
+            not_ok "stack_cache: $site;leaf holds $got bytes, truth ${truth:-missing}" \
+                "$collapsed" "$d/out" "$d/err"
+        fi
+    done
+    # main;calls;via_a;leaf and start_thread;...;thread_main;calls;via_a;leaf
+    for site in via_a via_b; do
+        stacks=$(awk -v s="$site" '{ n = split($1, f, ";"); if (n >= 2 && f[n] == "leaf" &&
+            f[n - 1] == s) c++ } END { print c + 0 }' "$collapsed")
+        if [ "$stacks" = 2 ]; then
+            ok "stack_cache: $site;leaf has one stack in main and one in the threads"
+        else
+            not_ok "stack_cache: $site;leaf has $stacks stacks (2 expected)" "$collapsed"
+        fi
+    done
+}
+
 echo "# profiling library: $LIB"
 readers
 deadlock
@@ -459,6 +503,7 @@ failure
 sampled
 footprint
 walks
+stack_cache
 echo "1..$n"
 if [ "$failures" -ne 0 ]; then
     echo "# $failures of $n failed"
