@@ -72,6 +72,36 @@ static void huge_note_unmapped(xa_arena *a, size_t map_size, uint64_t now)
 /* Grows the cached mapping *cp (out of every list) to map_size, moving
  * it if it cannot grow in place; its pages come along. False (the
  * mapping unmapped) if neither works. */
+/* Moves huge mapping c (old_map bytes) to a fresh 2 MiB-aligned range of
+ * map_size bytes. The destination is registered in the chunk map before
+ * the pages move onto it, so the block is never left unregistered (a
+ * metadata allocation can fail there); the old range is cleared before
+ * its address space is given up, never after: once given up, another
+ * thread may map it and register it. Returns the new header, or NULL with
+ * c where it was and still registered. Pre: nobody else relinks c (the
+ * arena lock held for a live block, or c taken from the cache). */
+static xa_chunk *huge_move(xa_chunk *c, size_t old_map, size_t map_size)
+{
+    xa_chunk *n = xa_os_map_aligned(map_size, XA_CHUNK_SIZE);
+    if (!n)
+        return NULL;
+    if (!xa_chunkmap_set(n, map_size, n, XA_REGION_HUGE)) {
+        xa_chunkmap_set(n, map_size, NULL, XA_REGION_NONE);
+        xa_os_unmap(n, map_size);
+        return NULL;
+    }
+    xa_chunkmap_set(c, old_map, NULL, XA_REGION_NONE);
+    if (xa_os_remap_onto(c, old_map, map_size, n) != 0) {
+        xa_chunkmap_set(n, map_size, NULL, XA_REGION_NONE);
+        xa_chunkmap_set(c, old_map, c, XA_REGION_HUGE); /* (its leaves exist) */
+        xa_os_unmap(n, map_size);
+        return NULL;
+    }
+    return n;
+}
+
+/* Grows a mapping taken from the cache to map_size bytes, in place or
+ * moved (its pages come along). On failure the mapping is given up. */
 static bool huge_grow_cached(xa_arena *a, xa_chunk **cp, size_t map_size)
 {
     xa_chunk *c = *cp;
@@ -79,13 +109,10 @@ static bool huge_grow_cached(xa_arena *a, xa_chunk **cp, size_t map_size)
     if (xa_os_remap_inplace(c, old_map, map_size) == 0) {
         xa_chunkmap_set(c, map_size, c, XA_REGION_HUGE);
     } else {
-        /* Cleared before the address space is given up (see realloc). */
-        xa_chunkmap_set(c, old_map, NULL, XA_REGION_NONE);
-        xa_chunk *n = xa_os_remap_move(c, old_map, map_size, XA_CHUNK_SIZE);
-        if (!n || !xa_chunkmap_set(n, map_size, n, XA_REGION_HUGE)) {
-            if (n)
-                xa_chunkmap_set(n, map_size, NULL, XA_REGION_NONE);
-            xa_os_unmap(n ? (void *)n : (void *)c, n ? map_size : old_map);
+        xa_chunk *n = huge_move(c, old_map, map_size);
+        if (!n) {
+            xa_chunkmap_set(c, old_map, NULL, XA_REGION_NONE);
+            xa_os_unmap(c, old_map);
             xa_lock_acquire(&a->lock);
             a->huge_mapped -= old_map;
             xa_lock_release(&a->lock);
@@ -307,10 +334,8 @@ void *xa_huge_realloc(xa_chunk *c, size_t new_size)
     } else if (xa_os_remap_inplace(c, old_map, map_size) == 0) {
         xa_chunkmap_set(c, map_size, c, XA_REGION_HUGE);
     } else {
-        xa_chunkmap_set(c, old_map, NULL, XA_REGION_NONE);
-        n = xa_os_remap_move(c, old_map, map_size, XA_CHUNK_SIZE);
+        n = huge_move(c, old_map, map_size);
         if (!n) {
-            xa_chunkmap_set(c, old_map, c, XA_REGION_HUGE);
             xa_lock_release(&a->lock);
             return NULL;
         }
@@ -321,7 +346,6 @@ void *xa_huge_realloc(xa_chunk *c, size_t new_size)
             a->huge_live = n;
         if (n->next)
             n->next->prev = n;
-        xa_chunkmap_set(n, map_size, n, XA_REGION_HUGE);
     }
     a->huge_mapped += map_size - old_map;
     if (map_size > old_map)

@@ -33,9 +33,11 @@ int xa_os_collapse_hugepage(void *p, size_t size);
 /* Grows or shrinks a mapping in place; returns 0 or errno (ENOMEM if the
  * neighbouring range is taken). */
 int xa_os_remap_inplace(void *p, size_t old_size, size_t new_size);
-/* Moves a mapping to a new 'align'-aligned address with new_size bytes.
- * Returns the new address or NULL. */
-void *xa_os_remap_move(void *p, size_t old_size, size_t new_size, size_t align);
+/* Moves a mapping of old_size bytes onto dst, a range of new_size bytes
+ * the caller reserved with xa_os_map_aligned (so it could register the
+ * destination first), which it replaces. Returns 0, or errno with p
+ * untouched and dst still reserved. */
+int xa_os_remap_onto(void *p, size_t old_size, size_t new_size, void *dst);
 /* Names an anonymous range in /proc/PID/maps ("[anon:name]"); silently does
  * nothing on kernels without PR_SET_VMA_ANON_NAME. */
 void xa_os_name_range(void *p, size_t size, const char *name);

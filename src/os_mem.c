@@ -135,25 +135,16 @@ int xa_os_remap_inplace(void *p, size_t old_size, size_t new_size)
     return q == p ? 0 : EFAULT;
 }
 
-void *xa_os_remap_move(void *p, size_t old_size, size_t new_size, size_t align)
+int xa_os_remap_onto(void *p, size_t old_size, size_t new_size, void *dst)
 {
     if (XA_FAULT_POINT(MREMAP))
-        return NULL;
+        return ENOMEM;
     int saved = errno;
-    /* Reserve an aligned destination, then move the pages onto it: the
-     * chunk map indexes 2 MiB regions, so huge blocks stay aligned. */
-    void *dst = xa_os_map_aligned(new_size, align);
-    void *result = NULL;
-    if (dst) {
-        void *q = (void *)syscall(SYS_mremap, p, old_size, new_size,
-                                  (unsigned long)(MREMAP_MAYMOVE | MREMAP_FIXED), dst);
-        if (q == MAP_FAILED)
-            syscall(SYS_munmap, dst, new_size);
-        else
-            result = q;
-    }
+    void *q = (void *)syscall(SYS_mremap, p, old_size, new_size,
+                              (unsigned long)(MREMAP_MAYMOVE | MREMAP_FIXED), dst);
+    int err = q == MAP_FAILED ? errno : 0;
     errno = saved;
-    return result;
+    return err;
 }
 
 void xa_os_name_range(void *p, size_t size, const char *name)
