@@ -69,19 +69,21 @@ static void huge_note_unmapped(xa_arena *a, size_t map_size, uint64_t now)
     a->huge_unmapped_ns = now;
 }
 
-/* Grows the cached mapping *cp (out of every list) to map_size, moving
- * it if it cannot grow in place; its pages come along. False (the
- * mapping unmapped) if neither works. */
-/* Moves huge mapping c (old_map bytes) to a fresh 2 MiB-aligned range of
- * map_size bytes. The destination is registered in the chunk map before
+/* Grows huge mapping c from old_map to map_size bytes: in place when the
+ * address space above it is free, else moved to a fresh 2 MiB-aligned
+ * range. The destination is registered in the chunk map before
  * the pages move onto it, so the block is never left unregistered (a
  * metadata allocation can fail there); the old range is cleared before
  * its address space is given up, never after: once given up, another
  * thread may map it and register it. Returns the new header, or NULL with
  * c where it was and still registered. Pre: nobody else relinks c (the
  * arena lock held for a live block, or c taken from the cache). */
-static xa_chunk *huge_move(xa_chunk *c, size_t old_map, size_t map_size)
+static xa_chunk *huge_grow(xa_chunk *c, size_t old_map, size_t map_size)
 {
+    if (xa_os_remap_inplace(c, old_map, map_size) == 0) {
+        xa_chunkmap_set(c, map_size, c, XA_REGION_HUGE);
+        return c;
+    }
     xa_chunk *n = xa_os_map_aligned(map_size, XA_CHUNK_SIZE);
     if (!n)
         return NULL;
@@ -100,31 +102,26 @@ static xa_chunk *huge_move(xa_chunk *c, size_t old_map, size_t map_size)
     return n;
 }
 
-/* Grows a mapping taken from the cache to map_size bytes, in place or
- * moved (its pages come along). On failure the mapping is given up. */
+/* Grows the cached mapping *cp (out of every list) to map_size; its
+ * pages come along. False (the mapping unmapped) if it cannot grow. */
 static bool huge_grow_cached(xa_arena *a, xa_chunk **cp, size_t map_size)
 {
     xa_chunk *c = *cp;
     size_t old_map = c->map_size;
-    if (xa_os_remap_inplace(c, old_map, map_size) == 0) {
-        xa_chunkmap_set(c, map_size, c, XA_REGION_HUGE);
-    } else {
-        xa_chunk *n = huge_move(c, old_map, map_size);
-        if (!n) {
-            xa_chunkmap_set(c, old_map, NULL, XA_REGION_NONE);
-            xa_os_unmap(c, old_map);
-            xa_lock_acquire(&a->lock);
-            a->huge_mapped -= old_map;
-            xa_lock_release(&a->lock);
-            return false;
-        }
-        c = n;
+    xa_chunk *n = huge_grow(c, old_map, map_size);
+    if (!n) {
+        xa_chunkmap_set(c, old_map, NULL, XA_REGION_NONE);
+        xa_os_unmap(c, old_map);
+        xa_lock_acquire(&a->lock);
+        a->huge_mapped -= old_map;
+        xa_lock_release(&a->lock);
+        return false;
     }
-    c->map_size = map_size;
+    n->map_size = map_size;
     xa_lock_acquire(&a->lock);
     a->huge_mapped += map_size - old_map;
     xa_lock_release(&a->lock);
-    *cp = c;
+    *cp = n;
     return true;
 }
 
@@ -331,14 +328,14 @@ void *xa_huge_realloc(xa_chunk *c, size_t new_size)
             xa_lock_release(&a->lock);
             return NULL;
         }
-    } else if (xa_os_remap_inplace(c, old_map, map_size) == 0) {
-        xa_chunkmap_set(c, map_size, c, XA_REGION_HUGE);
     } else {
-        n = huge_move(c, old_map, map_size);
+        n = huge_grow(c, old_map, map_size);
         if (!n) {
             xa_lock_release(&a->lock);
             return NULL;
         }
+    }
+    if (n != c) {
         /* The header moved with the pages; fix the list links. */
         if (n->prev)
             n->prev->next = n;
