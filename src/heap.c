@@ -101,45 +101,22 @@ static XA_NOINLINE void foreign_init(xa_heap *h, xa_slab *f, unsigned cls)
     f->capacity = foreign_limit_of(cls);
 }
 
-/* Moves bytes of blocks of arena from between that arena's live-byte
- * count and h's own arena's (to_own: towards h's). */
-static void foreign_charge_run(xa_heap *h, unsigned from, uint64_t bytes, bool to_own)
-{
-    unsigned own = h->arena->index;
-    remote_add(h, to_own ? from : own, (uint64_t)0 - bytes);
-    remote_add(h, to_own ? own : from, bytes);
-}
-
 /* Per-arena live bytes through the two stacks. A block pushed onto the
- * foreign stack is freed from its arena's count (remote_add at the push).
- * Once it serves this thread, each pop counts as an allocation of this
- * heap, so of its own arena: the blocks moved to the serving stack are
- * moved to the own arena's count first (here, from the foreign stack's
- * arena entries, not from the blocks, whose lines have often left the
- * cache; consecutive blocks of one arena as one run), and what is left of
- * them when the serving stack is handed back to the owners moves back
- * (foreign_flush_class). Frees while a stack serves go to the foreign
- * stack, so the remote free needs no test of which case it is in. Per-arena
- * bytes are exact for every block outside a serving stack, and off by at
- * most its blocks inside one (a stack's limit: 64 KiB); without this,
+ * foreign stack still counts as live in its arena: the free costs no
+ * bookkeeping beyond the push, and the block is counted when it leaves
+ * the stack. Moved to the serving stack, its pops count as allocations of
+ * this heap, so of its own arena: the stack's bytes are counted as freed
+ * in the own arena here, in one go (the pops then balance it), and what
+ * the serving stack still holds when it is handed back to the owners
+ * moves from the own arena's count to theirs (stack_flush). A foreign
+ * stack handed back counts its blocks as freed in their arenas then. Per-
+ * arena bytes are exact for every block outside the two stacks, and off
+ * by at most their blocks (each stack's limit: 64 KiB); without the move,
  * every block a thread took from another arena's slab counted in its own
  * arena for good (ovsdb update: arenas of 2 MiB showing 79 MiB). */
-static void foreign_charge(xa_heap *h, unsigned cls, const xa_slab *f)
+static void foreign_charge(xa_heap *h, const xa_slab *f)
 {
-    const uint16_t *arena_of = xa_heap_foreign_arenas(h, cls);
-    uint32_t n = f->reserved;
-    for (uint32_t i = 0; i < n;) {
-        uint32_t j = i + 1;
-        /* Runs are long (a batch of blocks one thread allocated): four
-         * entries per compare. */
-        uint64_t four = arena_of[i] * 0x0001000100010001ULL, w;
-        while (j + 4 <= n && (memcpy(&w, arena_of + j, sizeof w), w == four))
-            j += 4;
-        while (j < n && arena_of[j] == arena_of[i])
-            j++;
-        foreign_charge_run(h, arena_of[i], (uint64_t)(j - i) * f->block_size, true);
-        i = j;
-    }
+    remote_add(h, h->arena->index, (uint64_t)f->reserved * f->block_size);
 }
 
 /* ---- class lists ---- */
@@ -513,7 +490,7 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
          * purger looked at the class), or the foreign stack's blocks,
          * moved over in one go. */
         if (!v->free && f->reserved >= foreign_limit(h, cls) / 2) {
-            foreign_charge(h, cls, f);
+            foreign_charge(h, f);
             v->free = f->free;
             v->reserved = f->reserved;
             v->used = 0;
@@ -803,6 +780,19 @@ static void push_remote_chain(xa_slab *s, xa_block *head, xa_block *tail, uint32
 
 static void push_remote(xa_slab *s, xa_block *b) { push_remote_chain(s, b, b, 1); }
 
+/* One chain of n blocks of slab run, from stack f, back to the slab;
+ * their bytes are counted as freed in its arena, and taken back from the
+ * own arena's count for a serving stack's (charged: see foreign_charge). */
+static void stack_flush_chain(xa_heap *h, const xa_slab *f, bool charged, xa_slab *run,
+                              xa_block *head, xa_block *tail, uint32_t n)
+{
+    uint64_t bytes = (uint64_t)n * f->block_size;
+    if (charged)
+        remote_add(h, h->arena->index, (uint64_t)0 - bytes);
+    remote_add(h, xa_chunk_of(run)->arena_index, bytes);
+    push_remote_chain(run, head, tail, n);
+}
+
 /* Gives the blocks of stack f back to their slabs, consecutive blocks of
  * one slab as one chain: one atomic per run of blocks of a slab, not one
  * per block. charged: the serving stack, whose blocks count in h's own
@@ -828,22 +818,14 @@ static void stack_flush(xa_heap *h, unsigned cls, xa_slab *f, bool charged)
             n++;
             continue;
         }
-        if (run) {
-            if (charged)
-                foreign_charge_run(h, xa_chunk_of(run)->arena_index,
-                                   (uint64_t)n * f->block_size, false);
-            push_remote_chain(run, head, tail, n);
-        }
+        if (run)
+            stack_flush_chain(h, f, charged, run, head, tail, n);
         run = s;
         head = tail = b;
         n = 1;
     }
-    if (run) {
-        if (charged)
-            foreign_charge_run(h, xa_chunk_of(run)->arena_index, (uint64_t)n * f->block_size,
-                               false);
-        push_remote_chain(run, head, tail, n);
-    }
+    if (run)
+        stack_flush_chain(h, f, charged, run, head, tail, n);
 }
 
 /* Gives the blocks kept in class cls's stacks back to their slabs (at
@@ -1003,7 +985,6 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
         return;
     }
     h->remote_nfree[cls]++;
-    remote_add(h, owner->index, s->block_size);
     if (xa_unlikely(s->in_full & XA_SLAB_TRIM))
         remote_trim(h, s, b);
     /* Under NUMA only blocks of this heap's node are kept (the keys
@@ -1021,12 +1002,11 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
             /* Keep it for this thread's next malloc of the class. The slab
              * still counts it as in use, so nothing changes for its owner.
              * (A second free of it while it waits here finds the mark.) */
-            uint32_t n = f->reserved;
-            xa_foreign_arenas_of(f)[n] = (uint16_t)owner->index;
-            xa_heap_foreign_push(f, b, n);
+            xa_heap_foreign_push(f, b, f->reserved);
             return;
         }
     }
+    remote_add(h, owner->index, s->block_size);
     /* Blocks above 8 KiB (the classes without foreign stacks) go one by
      * one: few, and a mass free of big blocks should not wait in
      * outboxes, holding whole slabs. */

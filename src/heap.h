@@ -148,15 +148,7 @@ struct xa_heap_remote {
     uint64_t bytes[XA_HEAP_REMOTE_SLOTS]; /* owner-written, read by statistics */
     struct xa_heap_outbox outbox[XA_HEAP_OUTBOX_SLOTS];
 };
-/* Each foreign stack's descriptor is followed by the arena of each block
- * it holds (entry i: the block pushed when the stack held i; nothing pops
- * from a foreign stack, its blocks move to the serving stack all at
- * once): what foreign_charge needs without walking the blocks themselves,
- * whose lines have often left the cache by then. One store per push, at
- * a fixed offset from the descriptor the push has in a register. */
-typedef uint16_t xa_foreign_arena_row[XA_FOREIGN_MAX];
-_Static_assert(XA_MAX_ARENAS <= 65536, "an arena index fits 16 bits");
-#define XA_FOREIGN_STRIDE (sizeof(xa_slab) + sizeof(xa_foreign_arena_row))
+#define XA_FOREIGN_STRIDE sizeof(xa_slab)
 #define XA_HEAP_ALLOC_SIZE                                                               \
     (XA_OS_PAGE + XA_FOREIGN_CLASSES * (XA_FOREIGN_STRIDE + sizeof(xa_slab)) +           \
      sizeof(struct xa_heap_remote))
@@ -164,17 +156,6 @@ _Static_assert(XA_MAX_ARENAS <= 65536, "an arena index fits 16 bits");
 static inline xa_slab *xa_heap_foreign(const xa_heap *h, unsigned cls)
 {
     return (xa_slab *)((uintptr_t)h + XA_OS_PAGE + cls * XA_FOREIGN_STRIDE);
-}
-
-/* The arena entries of foreign stack f (they follow its descriptor). */
-static inline uint16_t *xa_foreign_arenas_of(const xa_slab *f)
-{
-    return (uint16_t *)(f + 1);
-}
-
-static inline uint16_t *xa_heap_foreign_arenas(const xa_heap *h, unsigned cls)
-{
-    return xa_foreign_arenas_of(xa_heap_foreign(h, cls));
 }
 
 /* The serving stack of class cls: the blocks of the foreign stack moved
@@ -475,7 +456,7 @@ XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
 }
 
 /* Keeps b (marked free already) in foreign stack f, which holds n blocks
- * (fewer than its capacity); its arena entry n is written already. */
+ * (fewer than its capacity). */
 XA_FAST_PATH void xa_heap_foreign_push(xa_slab *f, xa_block *b, uint32_t n)
 {
     b->next = f->free ^ xa_heap_secret;
@@ -498,22 +479,12 @@ XA_FAST_PATH void xa_heap_free_remote_fast(xa_heap *h, xa_chunk *c, xa_slab *s, 
                   !(s->in_full & (XA_SLAB_TRIM | XA_SLAB_ABANDONED)) &&
                   !xa_block_marked_free(b))) {
         xa_slab *f = xa_heap_foreign(h, cls);
-        unsigned ai = c->arena_index;
         uint32_t n = f->reserved; /* nothing pops from it */
         if (xa_likely(n < f->capacity)) {
-            /* The arena entry first, while ai is at hand (an entry past
-             * the count, if the push does not happen, is never read). */
-            xa_foreign_arenas_of(f)[n] = (uint16_t)ai;
-            struct xa_heap_remote *r = xa_heap_remote(h);
-            unsigned slot = ai % XA_HEAP_REMOTE_SLOTS;
-            if (xa_likely(r->arena_plus1[slot] == ai + 1)) {
-                b->mark = xa_free_mark_of(b);
-                xa_heap_foreign_push(f, b, n);
-                h->remote_nfree[cls]++;
-                __atomic_store_n(&r->bytes[slot], r->bytes[slot] + s->block_size,
-                                 __ATOMIC_RELAXED);
-                return;
-            }
+            b->mark = xa_free_mark_of(b);
+            xa_heap_foreign_push(f, b, n);
+            h->remote_nfree[cls]++;
+            return;
         }
     }
     xa_heap_free_remote(h, s, b);

@@ -284,13 +284,6 @@ static void check_heap(struct ctx *x, xa_heap *h)
                         (void *)p);
                     break;
                 }
-                /* The foreign stack's arena entries follow its blocks
-                 * (entry n - 1 - i for the i-th block from the top). */
-                if (!which && xa_heap_foreign_arenas(h, cls)[f->reserved - 1 - n] !=
-                                  c->arena_index)
-                    bad(x, "heap: foreign stack %u: block %p of arena %u entered as arena %u",
-                        cls, (void *)p, c->arena_index,
-                        xa_heap_foreign_arenas(h, cls)[f->reserved - 1 - n]);
             }
             if (n != f->reserved - f->used)
                 bad(x, "heap: %s stack %u has %u blocks, counts say %u", name, cls, n,
