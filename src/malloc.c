@@ -282,6 +282,17 @@ static XA_NOINLINE void free_not_owned(xa_chunk *c, xa_slab *s, void *p)
     free_generic(c, p);
 }
 
+/* The fast path's remote free: s is not h's (h the caller's heap), which
+ * the fast path has just tested. */
+static XA_NOINLINE void free_remote(xa_chunk *c, xa_slab *s, void *p, xa_heap *h)
+{
+    if (xa_likely(s->kind == XA_RUN_SMALL && xa_slab_is_block(s, p))) {
+        xa_heap_free_remote_fast(h, c, s, p);
+        return;
+    }
+    free_generic(c, p);
+}
+
 #if XA_PROF
 static bool free_prof(xa_chunk *c, void *p);
 #endif
@@ -370,11 +381,15 @@ XA_FAST_PATH void free_inline(void *p)
         /* The owner's push, when the pointer is a block boundary and not a
          * suspected double free; everything else is sorted out (and
          * reported) by free_slow. */
-        if (xa_likely(s->heap == h && xa_slab_is_block(s, p) && !xa_block_marked_free(p))) {
-            xa_heap_free_owned(h, s, p);
+        if (xa_likely(s->heap == h)) {
+            if (xa_likely(xa_slab_is_block(s, p) && !xa_block_marked_free(p))) {
+                xa_heap_free_owned(h, s, p);
+                return;
+            }
+            free_generic(c, p);
             return;
         }
-        free_not_owned(c, s, p);
+        free_remote(c, s, p, h);
         return;
     }
     free_other(p);
