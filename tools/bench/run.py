@@ -1671,7 +1671,8 @@ def main() -> int:
     want_sc = not args.no_strace and (not args.only or re.search(args.only, "syscalls"))
     if want_cg and shutil.which("valgrind"):
         n1, n2 = p["cg_pairs"]
-        for size in (64, 9300):
+        # the three sizes: a small class, 1 KiB, and the FreeBSD seed's
+        for size in (64, 1024, 9300):
             cg[size] = {}
             variants = [(a, a.name, {}) for a in allocs]
             variants += [(a, f"xalloc stats:{st}", {"XALLOC_CONF": f"stats:{st}"})
