@@ -101,21 +101,24 @@ static XA_NOINLINE void foreign_init(xa_heap *h, xa_slab *f, unsigned cls)
     f->capacity = foreign_limit_of(cls);
 }
 
-/* Per-arena live bytes through the two stacks. A block pushed onto the
- * foreign stack still counts as live in its arena: the free costs no
- * bookkeeping beyond the push, and the block is counted when it leaves
- * the stack. Moved to the serving stack, its pops count as allocations of
- * this heap, so of its own arena: the stack's bytes are counted as freed
- * in the own arena here, in one go (the pops then balance it), and what
- * the serving stack still holds when it is handed back to the owners
- * moves from the own arena's count to theirs (stack_flush). A foreign
- * stack handed back counts its blocks as freed in their arenas then. Per-
- * arena bytes are exact for every block outside the two stacks, and off
- * by at most their blocks (each stack's limit: 64 KiB); without the move,
- * every block a thread took from another arena's slab counted in its own
- * arena for good (ovsdb update: arenas of 2 MiB showing 79 MiB). */
+/* Statistics through the two stacks. A block pushed onto the foreign
+ * stack still counts as live, in its class and in its arena: the free
+ * costs nothing beyond the push, and the block is counted when it leaves
+ * the stack. Moved to the serving stack, the stack's blocks count as
+ * freed in one go (class frees, and bytes freed in the own arena: the
+ * pops then count as allocations of this heap, so of its own arena, and
+ * balance it); what the serving stack still holds when it is handed back
+ * to the owners moves from the own arena's count to theirs (stack_flush).
+ * A foreign stack handed back counts its blocks as freed in their arenas
+ * then. Class and arena totals agree at all times, and lag by at most the
+ * foreign stacks' contents (64 KiB per class a thread has freed others'
+ * blocks of), as a thread cache's would; per-arena bytes are exact for
+ * every block outside the two stacks. Without the move, every block a
+ * thread took from another arena's slab counted in its own arena for good
+ * (ovsdb update: arenas of 2 MiB showing 79 MiB). */
 static void foreign_charge(xa_heap *h, const xa_slab *f)
 {
+    h->remote_nfree[f->cls] += f->reserved;
     remote_add(h, h->arena->index, (uint64_t)f->reserved * f->block_size);
 }
 
@@ -789,6 +792,8 @@ static void stack_flush_chain(xa_heap *h, const xa_slab *f, bool charged, xa_sla
     uint64_t bytes = (uint64_t)n * f->block_size;
     if (charged)
         remote_add(h, h->arena->index, (uint64_t)0 - bytes);
+    else
+        h->remote_nfree[f->cls] += n; /* (a serving stack's were counted at the switch) */
     remote_add(h, xa_chunk_of(run)->arena_index, bytes);
     push_remote_chain(run, head, tail, n);
 }
@@ -984,7 +989,6 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
         push_remote(s, b);
         return;
     }
-    h->remote_nfree[cls]++;
     if (xa_unlikely(s->in_full & XA_SLAB_TRIM))
         remote_trim(h, s, b);
     /* Under NUMA only blocks of this heap's node are kept (the keys
@@ -1006,6 +1010,7 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
             return;
         }
     }
+    h->remote_nfree[cls]++;
     remote_add(h, owner->index, s->block_size);
     /* Blocks above 8 KiB (the classes without foreign stacks) go one by
      * one: few, and a mass free of big blocks should not wait in

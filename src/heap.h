@@ -483,7 +483,6 @@ XA_FAST_PATH void xa_heap_free_remote_fast(xa_heap *h, xa_chunk *c, xa_slab *s, 
         if (xa_likely(n < f->capacity)) {
             b->mark = xa_free_mark_of(b);
             xa_heap_foreign_push(f, b, n);
-            h->remote_nfree[cls]++;
             return;
         }
     }

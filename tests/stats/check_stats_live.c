@@ -328,6 +328,49 @@ START_TEST(test_handed_off_blocks_stay_with_their_arena)
 }
 END_TEST
 
+/* A thread with a heap keeps the blocks of others that it frees (its
+ * foreign stack) and counts them as freed only when they leave the stack:
+ * while it holds them, the class and arena totals still agree (both lag
+ * by the held blocks); once it exits, both show every block freed. */
+enum { N_HELD = 100 };
+static void *held_blocks[N_HELD];
+static pthread_barrier_t held_bar;
+static void *holding_freer(void *arg)
+{
+    (void)arg;
+    void *volatile own = malloc(1); /* a heap first */
+    free(own);
+    for (int i = 0; i < N_HELD; i++)
+        free(held_blocks[i]);
+    pthread_barrier_wait(&held_bar); /* freed, still held */
+    pthread_barrier_wait(&held_bar); /* main has looked */
+    return NULL;
+}
+
+START_TEST(test_held_remote_frees_keep_totals_consistent)
+{
+    pthread_barrier_init(&held_bar, NULL, 2);
+    for (int i = 0; i < N_HELD; i++)
+        held_blocks[i] = malloc(200);
+    size_t cs = malloc_usable_size(held_blocks[0]);
+    ck_assert_int_eq(xalloc_stats_get(&before), 0);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, holding_freer, NULL), 0);
+    pthread_barrier_wait(&held_bar);
+    ck_assert_int_eq(xalloc_stats_get(&after), 0);
+    assert_arenas_add_up(&after, " (blocks held in a foreign stack)");
+    int k = class_of(&after, cs);
+    ck_assert_int_ge(k, 0);
+    ck_assert_uint_le(before.classes[k].live - after.classes[k].live, N_HELD);
+    pthread_barrier_wait(&held_bar);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(xalloc_stats_get(&after), 0);
+    assert_arenas_add_up(&after, " (after the holder exited)");
+    ck_assert_uint_eq(before.classes[k].live - after.classes[k].live, N_HELD);
+    ck_assert_uint_ge(before.allocated - after.allocated, (uint64_t)N_HELD * cs - 4096);
+}
+END_TEST
+
 START_TEST(test_large_counts)
 {
     static void *p[8];
@@ -658,6 +701,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_remote_frees_counted);
     tcase_add_test(t, test_remote_frees_of_many_arenas_counted);
     tcase_add_test(t, test_handed_off_blocks_stay_with_their_arena);
+    tcase_add_test(t, test_held_remote_frees_keep_totals_consistent);
     tcase_add_test(t, test_large_counts);
     tcase_add_test(t, test_resident_close_to_vmrss);
     tcase_add_test(t, test_file_published);
