@@ -3,7 +3,8 @@
  * to the sizes). Workers in two waves (the first exits, its tallies are
  * folded and reused by the second) allocate from keep_site (kept), from
  * pass_site (freed by a consumer thread that allocates nothing sampled
- * itself), from gone_site (freed at once) and through 0..23 frames of
+ * itself; now and then a big block, entered in the table of sampled big
+ * blocks), from gone_site (freed at once) and through 0..23 frames of
  * deep() to deep_site (more stacks than a tally has slots; one in five
  * depths kept); a thread forks children that allocate, free and exit
  * (their final dumps fold tallies of threads that no longer exist). Runs
@@ -117,8 +118,8 @@ static void *worker(void *arg)
                 free(gone_site(size));
             }
             break;
-        case 1:
-            push(pass_site(size));
+        case 1: /* (now and then a big block: the table of sampled big blocks) */
+            push(pass_site(i % 128 == 1 ? size << 9 : size));
             break;
         case 2:
             free(gone_site(size));
