@@ -47,7 +47,9 @@ uninstall-prof:
 #   resident footprint of a small profiled program, the two stack walks
 #   (light threads keep no trace cache; both walks agree), the stack cache
 #   (callers that share a key, threads, signal handlers: every sample
-#   charged to its own stack); and the Check suites of the sampler's
+#   charged to its own stack), the threads' tallies (many threads, frees
+#   by another thread, fork, dumps requested meanwhile: exact at exit);
+#   and the Check suites of the sampler's
 #   arithmetic (check_prof_math) and of the stack cache
 #   (check_prof_stack_cache). About 30 s.
 # check-prof-compat: with prof:false the profiling library passes the API
@@ -61,7 +63,8 @@ PROF_T := $(BUILD)/tests/prof
 PROF_T_CFLAGS = -std=gnu11 -O2 -g $(WARN) -fno-omit-frame-pointer -pthread -rdynamic
 PROF_T_BINS := $(PROF_T)/two_sites $(PROF_T)/deadlock $(PROF_T)/holder $(PROF_T)/leaky \
         $(PROF_T)/active $(PROF_T)/grow $(PROF_T)/dump_request $(PROF_T)/dl_obj.so \
-        $(PROF_T)/footprint $(PROF_T)/sampled $(PROF_T)/walks $(PROF_T)/stack_cache
+        $(PROF_T)/footprint $(PROF_T)/sampled $(PROF_T)/walks $(PROF_T)/stack_cache \
+        $(PROF_T)/tally
 PROF_ALIAS := $(BUILD)/prof-alias/libxalloc.so.1
 
 $(PROF_T)/%: tests/prof/%.c tests/prof/proc_kb.h

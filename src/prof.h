@@ -56,18 +56,23 @@ XA_FAST_PATH bool xa_prof_sample_due(size_t size)
  * address, which the big blocks' free path consults through the filter
  * below. */
 
+/* The sample's own paths: not cold (XA_SLOW_PATH), which would have gcc
+ * build them and all they inline for size; with blocks near the sample
+ * distance one allocation in a few takes them (64 KiB blocks: 12%). */
+#define XA_PROF_PATH __attribute__((noinline))
+
 /* Re-arms the distance after xa_prof_sample_due() said it ran out; true
  * when this allocation is to be sampled (prof:true, booted, the thread's
  * counter armed, not inside an unwind, not in a fork child, prof_active). */
-XA_SLOW_PATH bool xa_prof_sample_begin(void);
+XA_PROF_PATH bool xa_prof_sample_begin(void);
 /* Records block p (user pointer, size bytes requested): unwinds, interns
  * the stack, counts. slot: where the block keeps its record (its header;
  * NULL there when none could be made); NULL: p is entered in the table of
  * sampled blocks instead. Returns p. Pre: xa_prof_sample_begin() returned
  * true; no allocator lock held. */
-XA_SLOW_PATH void *xa_prof_sample_record(void *p, size_t size, void **slot);
+XA_PROF_PATH void *xa_prof_sample_record(void *p, size_t size, void **slot);
 /* A tagged block with record rec is freed: it leaves the profile. */
-XA_SLOW_PATH void xa_prof_sample_drop(void *rec);
+XA_PROF_PATH void xa_prof_sample_drop(void *rec);
 
 /* One byte per 4 KiB page of address space (modulo 4 GiB): non-zero when a
  * sampled big block starts in a page of that index. Frees of big blocks
@@ -82,7 +87,7 @@ static inline size_t xa_prof_filter_index(const void *p)
 }
 
 /* Removes p from the table if it is a sampled big block; returns p. */
-XA_SLOW_PATH void *xa_prof_free_slow(void *p);
+XA_PROF_PATH void *xa_prof_free_slow(void *p);
 
 /* True when p may be a sampled big block (its page's filter byte is set):
  * the caller then calls xa_prof_free_slow(p) before freeing it. */
@@ -147,7 +152,9 @@ static inline void xa_prof_fork_child(void) {}
 #define XA_PROF_MAX_DEPTH 64
 
 /* An interned stack. Never freed; its counters are updated under the prof
- * lock and read racily by the collapsed-stack writer and the leak report. */
+ * lock (directly, or by folding a thread's tally into them) and read
+ * racily, through xa_prof_counter(), by the collapsed-stack writer and
+ * the leak report after a fold. */
 typedef struct xa_prof_stack {
     struct xa_prof_stack *next;     /* hash chain */
     struct xa_prof_stack *next_all; /* list of every stack, newest first */
@@ -159,11 +166,21 @@ typedef struct xa_prof_stack {
     uintptr_t pcs[];
 } xa_prof_stack;
 
+/* A stack's counter as a reader shows it: the counters may dip below 0
+ * between folds of the threads' tallies (see prof.c), which a reader
+ * that did not just call xa_prof_tables_lock() may see: 0 then. */
+static inline uint64_t xa_prof_counter(const uint64_t *c)
+{
+    uint64_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
+    return (int64_t)v < 0 ? 0 : v;
+}
+
 /* Newest interned stack (then next_all); acquire-loaded by readers. */
 xa_prof_stack *xa_prof_stacks_head(void);
 /* Number of interned stacks. */
 size_t xa_prof_stack_count(void);
-/* Holds the table lock around a consistent read of every counter. */
+/* Holds the table lock around a consistent read of every counter (taking
+ * it folds every thread's tally into the stacks' counters). */
 void xa_prof_tables_lock(void);
 void xa_prof_tables_unlock(void);
 /* Sets/clears this thread's re-entrancy guard: while set, allocations are

@@ -214,18 +214,20 @@ static int fill_heap(struct writer *w)
     xa_prof_tables_lock();
     uint64_t lc = 0, lb = 0, ac = 0, ab = 0;
     for (xa_prof_stack *s = xa_prof_stacks_head(); s; s = s->next_all) {
-        lc += s->live_count;
-        lb += s->live_bytes;
-        ac += s->alloc_count;
-        ab += s->alloc_bytes;
+        lc += xa_prof_counter(&s->live_count);
+        lb += xa_prof_counter(&s->live_bytes);
+        ac += xa_prof_counter(&s->alloc_count);
+        ab += xa_prof_counter(&s->alloc_bytes);
     }
     w_fmt(w, "heap profile: %6llu: %8llu [%6llu: %8llu] @ heap_v2/%llu\n",
           (unsigned long long)lc, (unsigned long long)lb, (unsigned long long)ac,
           (unsigned long long)ab, (unsigned long long)xa_prof_rate());
     for (xa_prof_stack *s = xa_prof_stacks_head(); s; s = s->next_all) {
-        w_fmt(w, "%6llu: %8llu [%6llu: %8llu]", (unsigned long long)s->live_count,
-              (unsigned long long)s->live_bytes, (unsigned long long)s->alloc_count,
-              (unsigned long long)s->alloc_bytes);
+        w_fmt(w, "%6llu: %8llu [%6llu: %8llu]",
+              (unsigned long long)xa_prof_counter(&s->live_count),
+              (unsigned long long)xa_prof_counter(&s->live_bytes),
+              (unsigned long long)xa_prof_counter(&s->alloc_count),
+              (unsigned long long)xa_prof_counter(&s->alloc_bytes));
         put_pcs(w, s);
     }
     xa_prof_tables_unlock();
@@ -336,8 +338,10 @@ static const char *symbol(uintptr_t pc, char *buf)
 static int fill_collapsed(struct writer *w)
 {
     char buf[SYM_NAME_MAX];
+    xa_prof_tables_lock(); /* (folds the threads' tallies in) */
+    xa_prof_tables_unlock();
     for (xa_prof_stack *s = xa_prof_stacks_head(); s; s = s->next_all) {
-        uint64_t est = __atomic_load_n(&s->live_est, __ATOMIC_RELAXED);
+        uint64_t est = xa_prof_counter(&s->live_est);
         if (!est)
             continue;
         if (!s->depth)
@@ -445,13 +449,15 @@ int xa_prof_dump_try(const char *why, char *msg, size_t cap)
 
 void xa_prof_leak_report(void)
 {
+    xa_prof_tables_lock(); /* (folds the threads' tallies in) */
+    xa_prof_tables_unlock();
     size_t cap = xa_prof_stack_count();
     xa_prof_stack **v = cap ? xa_meta_alloc(cap * sizeof *v, 16) : NULL;
     size_t n = 0;
     uint64_t bytes = 0, objs = 0;
     for (xa_prof_stack *s = xa_prof_stacks_head(); s && n < cap; s = s->next_all) {
-        uint64_t est = __atomic_load_n(&s->live_est, __ATOMIC_RELAXED);
-        uint64_t cnt = __atomic_load_n(&s->live_count, __ATOMIC_RELAXED);
+        uint64_t est = xa_prof_counter(&s->live_est);
+        uint64_t cnt = xa_prof_counter(&s->live_count);
         if (!est)
             continue;
         bytes += est;
@@ -467,7 +473,9 @@ void xa_prof_leak_report(void)
      * allocate). */
     for (size_t gap = n / 2; gap; gap /= 2)
         for (size_t i = gap; i < n; i++)
-            for (size_t j = i; j >= gap && v[j - gap]->live_est < v[j]->live_est; j -= gap) {
+            for (size_t j = i; j >= gap && xa_prof_counter(&v[j - gap]->live_est) <
+                                               xa_prof_counter(&v[j]->live_est);
+                 j -= gap) {
                 xa_prof_stack *t = v[j];
                 v[j] = v[j - gap];
                 v[j - gap] = t;
@@ -481,8 +489,10 @@ void xa_prof_leak_report(void)
     for (size_t k = 0; k < n && k < LEAK_SHOWN; k++) {
         xa_prof_stack *s = v[k];
         xa_message("prof_leak: #%zu ~%llu bytes (%s), %llu sampled blocks of %llu bytes", k + 1,
-                   (unsigned long long)s->live_est, xa_format_bytes(b, sizeof b, s->live_est),
-                   (unsigned long long)s->live_count, (unsigned long long)s->live_bytes);
+                   (unsigned long long)xa_prof_counter(&s->live_est),
+                   xa_format_bytes(b, sizeof b, xa_prof_counter(&s->live_est)),
+                   (unsigned long long)xa_prof_counter(&s->live_count),
+                   (unsigned long long)xa_prof_counter(&s->live_bytes));
         for (unsigned i = 0; i < s->depth && i < LEAK_FRAMES; i++)
             xa_message("prof_leak:     at %s", symbol(s->pcs[i], name));
     }

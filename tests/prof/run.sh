@@ -42,6 +42,13 @@
 #           deeper paths: each site's live bytes are exactly its truth, and
 #           each caller has one stack per thread kind (a hit gives the same
 #           stack as an unwind).
+# tally     with every allocation sampled, twelve threads in two waves
+#           record and drop small blocks without the table lock (their
+#           tallies), a consumer thread frees blocks others allocated, a
+#           thread forks children that allocate and dump at exit, and dumps
+#           are requested meanwhile: each requested dump is sane (no count
+#           below 0 shown), the children dumped, and at exit each site
+#           holds exactly its live bytes.
 set -u
 LIB=$(readlink -f "$1")
 BIN=$(readlink -f "$2")
@@ -456,6 +463,29 @@ walks() {
 }
 
 # ---- stack cache ----
+# collapsed_bytes FILE TAIL: live bytes of the collapsed stacks of FILE
+# whose innermost frames are TAIL (a;b: b innermost, called by a)
+collapsed_bytes() {
+    awk -v tail="$2" 'BEGIN { k = split(tail, w, ";") }
+        { n = split($1, f, ";"); if (n < k) next
+          for (i = 1; i <= k; i++) if (f[n - k + i] != w[i]) next
+          t += $NF }
+        END { printf "%d", t }' "$1" 2>/dev/null
+}
+
+# exact_bytes TEST COLLAPSED TAIL TRUTH LOG...: ok when the stacks of
+# COLLAPSED ending in TAIL hold exactly TRUTH live bytes
+exact_bytes() {
+    local test=$1 file=$2 tail=$3 truth=$4 got
+    shift 4
+    got=$(collapsed_bytes "$file" "$tail")
+    if [ -n "$truth" ] && [ "$got" = "$truth" ]; then
+        ok "$test: $tail holds $got bytes, exactly the truth"
+    else
+        not_ok "$test: $tail holds ${got:-?} bytes, truth ${truth:-missing}" "$file" "$@"
+    fi
+}
+
 stack_cache() {
     local d=$W/stack_cache site key truth got stacks
     mkdir -p "$d"
@@ -469,16 +499,8 @@ stack_cache() {
     for site in via_a:a_bytes via_b:b_bytes via_sig:sig_bytes deep:deep_bytes; do
         key=${site#*:}
         site=${site%%:*}
-        truth=$(result "$d/out" "$key")
-        # live bytes of the stacks ending in SITE;leaf
-        got=$(awk -v s="$site" '{ n = split($1, f, ";"); if (n >= 2 && f[n] == "leaf" &&
-            f[n - 1] == s) t += $NF } END { printf "%d", t }' "$collapsed")
-        if [ -n "$truth" ] && [ "$got" = "$truth" ]; then
-            ok "stack_cache: $site;leaf holds $got bytes, exactly the truth"
-        else
-            not_ok "stack_cache: $site;leaf holds $got bytes, truth ${truth:-missing}" \
-                "$collapsed" "$d/out" "$d/err"
-        fi
+        exact_bytes stack_cache "$collapsed" "$site;leaf" "$(result "$d/out" "$key")" \
+            "$d/out" "$d/err"
     done
     # main;calls;via_a;leaf and start_thread;...;thread_main;calls;via_a;leaf
     for site in via_a via_b; do
@@ -489,6 +511,55 @@ stack_cache() {
         else
             not_ok "stack_cache: $site;leaf has $stacks stacks (2 expected)" "$collapsed"
         fi
+    done
+}
+
+tally() {
+    local d=$W/tally path i bad=0 asked=0
+    mkdir -p "$d/prof" "$d/stats"
+    timeout "$T" env LD_PRELOAD="$LIB" \
+        XALLOC_CONF="prof:true,prof_sample:1,prof_final:true,prof_dir:$d/prof,stats_dir:$d/stats" \
+        "$BIN/tally" 3 >"$d/out" 2>"$d/err" &
+    local job=$! pid=
+    for i in $(seq 100); do
+        pid=$(awk '$1 == "ready" { print $2 }' "$d/out" 2>/dev/null)
+        [ -n "$pid" ] && break
+        sleep 0.05
+    done
+    # Dumps asked while the threads run: each one folds every tally.
+    for i in 1 2 3 4; do
+        sleep 0.4
+        [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || break
+        if path=$(timeout "$T" "$BIN/dump_request" "$pid" "$d/stats" 2>>"$d/req.err"); then
+            asked=$((asked + 1))
+            # heap_v2 counts: a wrapped (negative) counter would print 20 digits.
+            grep -Eq '[0-9]{16,}' "$path" && bad=$((bad + 1))
+        fi
+    done
+    if ! wait "$job"; then
+        not_ok "tally: tally ran" "$d/err"
+        return
+    fi
+    if [ "$asked" -ge 1 ] && [ "$bad" = 0 ]; then
+        ok "tally: $asked dumps requested while threads sample, all sane"
+    else
+        not_ok "tally: $asked dumps requested, $bad with an absurd count" "$d/req.err" "$d/err"
+    fi
+    local children
+    children=$(ls "$d/prof" | grep -c '\.heap$')
+    if [ "$children" -gt $((asked + 2)) ]; then
+        ok "tally: fork children dumped ($children profiles in all)"
+    else
+        not_ok "tally: fork children dumped (only $children profiles)" "$d/err"
+    fi
+    local collapsed site key truth
+    collapsed=$(ls -v "$d/prof/xalloc.$pid".*.collapsed 2>/dev/null | tail -n 1) # the final one
+    for site in keep_site:keep_bytes deep_site:deep_bytes pass_site: gone_site:; do
+        key=${site#*:}
+        site=${site%%:*}
+        truth=0
+        [ -n "$key" ] && truth=$(result "$d/out" "$key")
+        exact_bytes tally "$collapsed" "$site" "$truth" "$d/out" "$d/err"
     done
 }
 
@@ -504,6 +575,7 @@ sampled
 footprint
 walks
 stack_cache
+tally
 echo "1..$n"
 if [ "$failures" -ne 0 ]; then
     echo "# $failures of $n failed"
