@@ -379,8 +379,9 @@ XA_FAST_PATH void free_inline(void *p)
         __asm__("" : "+r"(s));
         xa_heap *h = xa_tls_heap;
         /* The owner's push, when the pointer is a block boundary and not a
-         * suspected double free; everything else is sorted out (and
-         * reported) by free_slow. */
+         * suspected double free (anything else of the owner's is sorted
+         * out, and reported, by free_generic); another thread's block
+         * goes to the remote free. */
         if (xa_likely(s->heap == h)) {
             if (xa_likely(xa_slab_is_block(s, p) && !xa_block_marked_free(p))) {
                 xa_heap_free_owned(h, s, p);
