@@ -736,7 +736,8 @@ static prof_hdr *prof_tagged(xa_chunk *c, void *p, const char *fn, char **block,
     if ((uintptr_t)p - (uintptr_t)c >= XA_CHUNK_SIZE || ((uintptr_t)p & 15) != 0)
         return NULL;
     xa_slab *s = xa_run_of(c, p);
-    if (s->kind != XA_RUN_SMALL)
+    /* (A block boundary is never tagged: one multiply, not a division.) */
+    if (s->kind != XA_RUN_SMALL || xa_slab_is_block(s, p))
         return NULL;
     uintptr_t rel = (uintptr_t)p - (uintptr_t)s->start;
     if (rel >= (uintptr_t)s->capacity * s->block_size)
@@ -896,6 +897,17 @@ static size_t usable_prof(xa_chunk *c, void *p)
                                                            : SIZE_MAX;
 }
 
+/* Usable bytes of p, a block that is not a tagged one (validated: a bad
+ * pointer is reported as realloc's); the program's request in junk mode,
+ * as malloc_usable_size says. */
+static size_t prof_plain_usable(xa_chunk *c, void *p)
+{
+    size_t usable = block_usable("realloc", c, p);
+    if (xa_unlikely(junk) && junk_request(p, usable) != SIZE_MAX)
+        return junk_request(p, usable);
+    return usable;
+}
+
 /* Growth that realloc_impl serves with a large run (see grow_as_run). */
 static inline bool prof_grows_as_run(size_t old, size_t size)
 {
@@ -933,8 +945,31 @@ static void *prof_move(void *p, size_t old, size_t size, void *rec, prof_hdr *hd
 
 /* realloc with prof:true: sampled blocks stay sampled; an ordinary block
  * counts its growth against the sample distance (see prof.h). */
+static void *realloc_counted(void *p, size_t size, size_t old);
 static XA_NOINLINE void *realloc_prof(void *p, size_t size)
 {
+    /* The common case first, without the general lookups: a slab's block
+     * at a boundary (a tagged block never is) or a large run not in the
+     * sampled table. */
+    if (xa_likely(xa_region_of(p) == XA_REGION_RUNS) && size != 0) {
+        xa_chunk *rc = xa_chunk_of(p);
+        xa_slab *rs = xa_run_of(rc, p);
+        if (rs->kind == XA_RUN_SMALL && xa_slab_is_block(rs, p))
+            return realloc_counted(p, size, rs->block_size);
+        if (rs->kind == XA_RUN_LARGE && p == xa_unit_addr(rc, rs->first_unit) && !rs->in_full) {
+            if (!xa_prof_maybe_sampled(p))
+                return realloc_counted(p, size, (size_t)rs->units << XA_UNIT_SHIFT);
+            if (size > REALLOC_RUN_MIN && size <= XA_LARGE_MAX &&
+                ((size + XA_UNIT_SIZE - 1) >> XA_UNIT_SHIFT) == rs->units) {
+                /* A sampled run keeping its units (a buffer grown by small
+                 * steps): realloc_impl only notes the new size, and the
+                 * record stays in the table with it. */
+                void *q = realloc_impl(p, size);
+                xa_prof_sample_resize(p, size);
+                return q;
+            }
+        }
+    }
     xa_chunk *c = xa_chunkmap_lookup(p);
     char *b;
     xa_slab *s;
@@ -962,7 +997,16 @@ static XA_NOINLINE void *realloc_prof(void *p, size_t size)
             xa_prof_sample_put(rec, p, SIZE_MAX, &hd->rec);
         return q;
     }
-    size_t old = API(malloc_usable_size)(p);
+    if (!c) /* not ours: realloc_impl reports it (or fails before init) */
+        return realloc_impl(p, size);
+    size_t old = prof_plain_usable(c, p);
+    /* Stays big: past the largest class, or a run that realloc_impl keeps
+     * (same units) or grows (in place when it can); not in junk mode,
+     * where junk_realloc would make a slab block. */
+    bool run_kept = size > REALLOC_RUN_MIN && size <= XA_LARGE_MAX &&
+                    ((size + XA_UNIT_SIZE - 1) >> XA_UNIT_SHIFT) == (old >> XA_UNIT_SHIFT) &&
+                    (uintptr_t)p - (uintptr_t)c < XA_CHUNK_SIZE &&
+                    xa_run_of(c, p)->kind == XA_RUN_LARGE;
     void *taken = xa_prof_realloc_take(p);
     if (taken) { /* a sampled big block */
         void *q;
@@ -971,13 +1015,6 @@ static XA_NOINLINE void *realloc_prof(void *p, size_t size)
             xa_prof_sample_put(taken, NULL, 0, NULL);
             return NULL;
         }
-        /* Stays big: past the largest class, or a run that realloc_impl
-         * keeps (same units) or grows (in place when it can); not in junk
-         * mode, where junk_realloc would make a slab block. */
-        bool run_kept = size > REALLOC_RUN_MIN && size <= XA_LARGE_MAX &&
-                        ((size + XA_UNIT_SIZE - 1) >> XA_UNIT_SHIFT) == (old >> XA_UNIT_SHIFT) &&
-                        (uintptr_t)p - (uintptr_t)c < XA_CHUNK_SIZE &&
-                        xa_run_of(c, p)->kind == XA_RUN_LARGE;
         if (size > XA_SMALL_MAX || (!junk && (run_kept || prof_grows_as_run(old, size)))) {
             q = realloc_impl(p, size);
             xa_prof_sample_put(taken, q ? q : p, q ? size : SIZE_MAX, NULL);
@@ -990,11 +1027,19 @@ static XA_NOINLINE void *realloc_prof(void *p, size_t size)
             xa_prof_sample_put(taken, p, SIZE_MAX, NULL);
         return q;
     }
+    return realloc_counted(p, size, old);
+}
+
+/* realloc of p, an unsampled block of old usable bytes, counting its
+ * growth against the sample distance. */
+static void *realloc_counted(void *p, size_t size, size_t old)
+{
     void *q = realloc_impl(p, size);
-    if (!q)
-        return NULL;
     /* Usable sizes on both sides: growth inside a size class is free, a
-     * move to the next class counts the whole step. */
+     * move to the next class counts the whole step. A request within the
+     * old usable size never gets more (no second lookup). */
+    if (!q || size <= old)
+        return q;
     size_t usable = API(malloc_usable_size)(q);
     if (xa_likely(!xa_prof_sample_due(usable > old ? usable - old : 0)) ||
         !xa_prof_sample_begin())

@@ -363,6 +363,14 @@ static sample *sample_unlink(void *p)
     return found;
 }
 
+static sample *sample_find(const void *p)
+{
+    for (sample *r = sample_buckets[sample_bucket(xa_prof_filter_index(p))]; r; r = r->next)
+        if (r->ptr == p)
+            return r;
+    return NULL;
+}
+
 static void sample_release(sample *r)
 {
     r->next = free_samples;
@@ -878,6 +886,43 @@ XA_SLOW_PATH void xa_prof_sample_put(void *rec, void *p, size_t size, void **slo
             table_unlock();
         }
     }
+    xa_lock_release(&prof_lock);
+}
+
+XA_SLOW_PATH void xa_prof_sample_resize(void *p, size_t size)
+{
+    if (!enabled)
+        return;
+    /* Found under the table's lock, changed under prof_lock alone: only
+     * the thread that owns p (this one, in realloc) frees or moves it. */
+    table_lock();
+    sample *r = sample_find(p);
+    table_unlock();
+    if (!r)
+        return; /* (another block's filter byte) */
+    uint64_t growth = size > r->size ? size - r->size : 0;
+    pthr *t;
+    if (xa_likely(pt_tally) && (t = pt_get()) != NULL) {
+        /* The differences through the tally: no prof_lock per step. */
+        if (size != t->est_size) {
+            t->est = estimate(size);
+            t->est_size = size;
+        }
+        pt_slot *sl = pt_slot_for(t, r->stack);
+        pt_write_begin(t);
+        pt_sum_add(sl, C_LIVE_BYTES, (uint64_t)size - r->size);
+        pt_sum_add(sl, C_LIVE_EST, t->est - r->est);
+        pt_sum_add(sl, C_ALLOC_BYTES, growth);
+        pt_write_end(t);
+        r->size = size;
+        r->est = t->est;
+        return;
+    }
+    xa_lock_acquire(&prof_lock);
+    sample_uncount(r);
+    counter_add(&r->stack->alloc_bytes, growth);
+    r->size = size;
+    sample_count(r);
     xa_lock_release(&prof_lock);
 }
 

@@ -119,6 +119,10 @@ XA_SLOW_PATH void *xa_prof_sample_take(void *rec);
  * NULL: the block was freed, the record is released. */
 XA_SLOW_PATH void xa_prof_sample_put(void *rec, void *p, size_t size, void **slot);
 
+/* Sampled big block p (if it is one) now has size bytes, where it was:
+ * its record stays in the table, its counts follow. */
+XA_SLOW_PATH void xa_prof_sample_resize(void *p, size_t size);
+
 /* The record of sampled big block p, taken out of the table; NULL when p
  * is not one. */
 XA_FAST_PATH void *xa_prof_realloc_take(void *p)

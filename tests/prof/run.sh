@@ -46,9 +46,10 @@
 #           record and drop small blocks without the table lock (their
 #           tallies), a consumer thread frees blocks others allocated, a
 #           thread forks children that allocate and dump at exit, and dumps
-#           are requested meanwhile: each requested dump is sane (no count
-#           below 0 shown), the children dumped, and at exit each site
-#           holds exactly its live bytes.
+#           are requested meanwhile; buffers grown by realloc keep their
+#           records (resized in place through the tally): each requested
+#           dump is sane (no count below 0 shown), the children dumped, and
+#           at exit each site holds exactly its live bytes.
 set -u
 LIB=$(readlink -f "$1")
 BIN=$(readlink -f "$2")
@@ -554,7 +555,7 @@ tally() {
     fi
     local collapsed site key truth
     collapsed=$(ls -v "$d/prof/xalloc.$pid".*.collapsed 2>/dev/null | tail -n 1) # the final one
-    for site in keep_site:keep_bytes deep_site:deep_bytes pass_site: gone_site:; do
+    for site in keep_site:keep_bytes deep_site:deep_bytes grow_site:grow_bytes pass_site: gone_site:; do
         key=${site#*:}
         site=${site%%:*}
         truth=0

@@ -6,8 +6,10 @@
  * itself; now and then a big block, entered in the table of sampled big
  * blocks), from gone_site (freed at once) and through 0..23 frames of
  * deep() to deep_site (more stacks than a tally has slots; one in five
- * depths kept); a thread forks children that allocate, free and exit
- * (their final dumps fold tallies of threads that no longer exist). Runs
+ * depths kept), and grow buffers from grow_site by realloc (a sampled
+ * big block resized in place); a thread forks children that allocate,
+ * free and exit (their final dumps fold tallies of threads that no longer
+ * exist). Runs
  * about `secs` seconds (argv[1], default 2) after printing "ready PID", so
  * that dumps can be requested meanwhile; prints the live bytes that must
  * be charged to each site at exit. */
@@ -24,6 +26,7 @@ void *keep_site(size_t size);
 void *pass_site(size_t size);
 void *gone_site(size_t size);
 void *deep_site(size_t size);
+void *grow_site(size_t size);
 void *deep(unsigned d, size_t size);
 
 #define WORKERS 6
@@ -41,6 +44,7 @@ SITE(keep_site)
 SITE(pass_site)
 SITE(gone_site)
 SITE(deep_site)
+SITE(grow_site)
 
 __attribute__((noinline)) void *deep(unsigned d, size_t size)
 {
@@ -57,7 +61,7 @@ static int done;
 static double secs = 2.0;
 
 static pthread_mutex_t tlock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned long long keep_bytes, deep_bytes;
+static unsigned long long keep_bytes, deep_bytes, grow_bytes;
 
 static double now(void)
 {
@@ -101,7 +105,7 @@ static void *worker(void *arg)
 {
     unsigned seed = (unsigned)(uintptr_t)arg * 2654435761u + 1;
     double end = now() + secs / 2;
-    unsigned long long kb = 0, db = 0;
+    unsigned long long kb = 0, db = 0, gb = 0;
     unsigned i = 0;
     free(gone_site(1)); /* (a thread's first allocation only arms its sampler) */
     while (now() < end || i < 2000) {
@@ -122,7 +126,23 @@ static void *worker(void *arg)
             push(pass_site(i % 128 == 1 ? size << 9 : size));
             break;
         case 2:
-            free(gone_site(size));
+            if (i % 1024 == 2) {
+                /* A buffer grown by realloc 128 bytes at a time: a sampled
+                 * slab block, moved to a large run, which then grows in
+                 * place (its record resized where it is); one in eight kept. */
+                size_t len = 20000, last = len + 128 * (size_t)((seed >> 4) % 800);
+                p = grow_site(len);
+                while (len < last) {
+                    len += 128;
+                    p = realloc(p, len);
+                }
+                if (i % 8192 == 2)
+                    gb += len;
+                else
+                    free(p);
+            } else {
+                free(gone_site(size));
+            }
             break;
         default: {
             unsigned d = (seed >> 8) % 24;
@@ -138,6 +158,7 @@ static void *worker(void *arg)
     pthread_mutex_lock(&tlock);
     keep_bytes += kb;
     deep_bytes += db;
+    grow_bytes += gb;
     pthread_mutex_unlock(&tlock);
     return NULL;
 }
@@ -181,6 +202,7 @@ int main(int argc, char **argv)
     pthread_mutex_unlock(&qlock);
     pthread_join(cons, NULL);
     pthread_join(fk, NULL);
-    printf("RESULT keep_bytes=%llu deep_bytes=%llu\n", keep_bytes, deep_bytes);
+    printf("RESULT keep_bytes=%llu deep_bytes=%llu grow_bytes=%llu\n", keep_bytes, deep_bytes,
+           grow_bytes);
     return 0;
 }
