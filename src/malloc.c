@@ -667,7 +667,22 @@ XA_API void *API(pvalloc)(size_t size)
     return aligned_internal(XA_OS_PAGE, rounded ? rounded : XA_OS_PAGE);
 }
 
+static XA_NOINLINE size_t usable_other(void *p);
 XA_API size_t API(malloc_usable_size)(void *p)
+{
+    /* A slab's block at a boundary in a few loads, as free tells it: some
+     * programs ask at every malloc and free (redis's memory accounting).
+     * Anything else (NULL, big blocks, a tagged block of the profiling
+     * build, junk mode's chunks, a bad pointer) takes the general path. */
+    if (xa_likely(xa_region_of(p) == XA_REGION_RUNS)) {
+        xa_slab *s = xa_run_of(xa_chunk_of(p), p);
+        if (xa_likely(s->kind == XA_RUN_SMALL && xa_slab_is_block(s, p)))
+            return s->block_size;
+    }
+    return usable_other(p);
+}
+
+static XA_NOINLINE size_t usable_other(void *p)
 {
     if (!p)
         return 0;

@@ -220,6 +220,9 @@ int main(int argc, char **argv)
         realloc_fn(stack_buf, 100);
     } else if (!strcmp(c, "usable-size-stack")) {
         malloc_usable_size(stack_buf);
+    } else if (!strcmp(c, "usable-size-interior-small")) {
+        char *p = malloc_fn(64);
+        malloc_usable_size(p + 16);
     } else if (!strcmp(c, "malloc-size-max")) {
         return expect_null(malloc_fn(big_size), ENOMEM, "malloc(SIZE_MAX)");
     } else if (!strcmp(c, "malloc-ptrdiff-max-plus-1")) {
