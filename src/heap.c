@@ -859,11 +859,18 @@ static unsigned outbox_slot(const xa_slab *s)
     return (unsigned)((a >> 7) ^ (a >> 21)) % XA_HEAP_OUTBOX_SLOTS;
 }
 
+/* Gives chain o back to its slab, counting its blocks as freed by h now
+ * (held in the outbox, they still counted as in use, as in the foreign
+ * stack: one count per chain, not one per free). */
 static void outbox_push(xa_heap *h, struct xa_heap_outbox *o)
 {
     if (!o->n)
         return;
-    push_remote_chain(o->slab, o->head, o->tail, o->n);
+    xa_slab *s = o->slab;
+    /* (Read before the push: the owner may release the slab after it.) */
+    h->remote_nfree[s->cls] += o->n;
+    remote_add(h, xa_chunk_of(s)->arena_index, (uint64_t)o->n * s->block_size);
+    push_remote_chain(s, o->head, o->tail, o->n);
     h->outbox_held -= o->n;
     o->slab = NULL;
     o->head = o->tail = NULL;
@@ -880,20 +887,32 @@ static void outbox_flush(xa_heap *h)
         outbox_push(h, &r->outbox[i]);
 }
 
-/* Holds b (a block of s, marked free) in the outbox. */
-static void outbox_add(xa_heap *h, xa_slab *s, xa_block *b)
+/* Slot o holds another slab's chain (or none): pushed, and b of s starts
+ * the slot's new chain. */
+static XA_NOINLINE void outbox_switch(xa_heap *h, struct xa_heap_outbox *o, xa_slab *s,
+                                      xa_block *b)
+{
+    outbox_push(h, o);
+    o->slab = s;
+    o->head = o->tail = b;
+    b->next = enc(0); /* (the tail's is set by the push) */
+    o->n = 1;
+    h->outbox_held++;
+}
+
+/* Holds b (a block of s, marked free) in the outbox. The rare cases are
+ * tail calls: the common one needs no frame. */
+void xa_heap_outbox_add(xa_heap *h, xa_slab *s, xa_block *b)
 {
     struct xa_heap_outbox *o = &xa_heap_remote(h)->outbox[outbox_slot(s)];
-    if (o->slab != s) {
-        outbox_push(h, o);
-        o->slab = s;
-        o->tail = b;
+    if (xa_unlikely(o->slab != s)) {
+        outbox_switch(h, o, s, b);
+        return;
     }
-    b->next = enc((uintptr_t)o->head); /* the tail's is set by the push */
+    b->next = enc((uintptr_t)o->head);
     o->head = b;
-    o->n++;
     h->outbox_held++;
-    if (o->n >= XA_HEAP_OUTBOX_CHAIN)
+    if (++o->n >= XA_HEAP_OUTBOX_CHAIN)
         outbox_push(h, o);
 }
 
@@ -1010,15 +1029,16 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
             return;
         }
     }
-    h->remote_nfree[cls]++;
-    remote_add(h, owner->index, s->block_size);
     /* Blocks above 8 KiB (the classes without foreign stacks) go one by
      * one: few, and a mass free of big blocks should not wait in
      * outboxes, holding whole slabs. */
-    if (cls < XA_FOREIGN_CLASSES)
-        outbox_add(h, s, b);
-    else
-        push_remote(s, b);
+    if (cls < XA_FOREIGN_CLASSES) {
+        xa_heap_outbox_add(h, s, b); /* (counted when its chain goes) */
+        return;
+    }
+    h->remote_nfree[cls]++;
+    remote_add(h, owner->index, s->block_size);
+    push_remote(s, b);
 }
 
 /* ---- large-block cache ---- */

@@ -213,6 +213,9 @@ XA_SLOW_PATH void xa_heap_free_local_slow(xa_heap *h, xa_slab *s);
 XA_SLOW_PATH void xa_heap_double_free_check(xa_slab *s, xa_block *b);
 /* Frees a small block of a slab this thread does not own. */
 void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b);
+/* Holds b, a block of another thread's slab s, marked free, in h's outbox
+ * (the class's foreign stack is full). */
+void xa_heap_outbox_add(xa_heap *h, xa_slab *s, xa_block *b);
 /* The calling thread's heap, created (and the process initialised) if
  * needed. NULL only when memory for a heap cannot be had. */
 xa_heap *xa_heap_get_slow(void);
@@ -466,10 +469,11 @@ XA_FAST_PATH void xa_heap_foreign_push(xa_slab *f, xa_block *b, uint32_t n)
 
 /* A small block of another thread's slab (s->kind SMALL, s->heap not h, p
  * a carved block of s), freed the way it nearly always is: kept in this
- * thread's foreign stack for its next malloc of the class, counted in
- * this heap. A leaf: no frame, one test per condition; everything else
- * (a double free, another arena, a full stack, a big block to purge, no
- * heap, a slab whose owner exited) goes to xa_heap_free_remote. */
+ * thread's foreign stack for its next malloc of the class (past a full
+ * stack, in the outbox: a thread that frees what others allocate). A
+ * leaf: no frame, one test per condition; everything else (a double free,
+ * another arena, a big block to purge, no heap, a slab whose owner
+ * exited) goes to xa_heap_free_remote. */
 XA_FAST_PATH void xa_heap_free_remote_fast(xa_heap *h, xa_chunk *c, xa_slab *s, xa_block *b)
 {
     unsigned cls = s->cls;
@@ -483,6 +487,11 @@ XA_FAST_PATH void xa_heap_free_remote_fast(xa_heap *h, xa_chunk *c, xa_slab *s, 
         if (xa_likely(n < f->capacity)) {
             b->mark = xa_free_mark_of(b);
             xa_heap_foreign_push(f, b, n);
+            return;
+        }
+        if (f->capacity) { /* full (capacity 0: not set up yet) */
+            b->mark = xa_free_mark_of(b);
+            xa_heap_outbox_add(h, s, b);
             return;
         }
     }

@@ -329,10 +329,12 @@ START_TEST(test_handed_off_blocks_stay_with_their_arena)
 END_TEST
 
 /* A thread with a heap keeps the blocks of others that it frees (its
- * foreign stack) and counts them as freed only when they leave the stack:
- * while it holds them, the class and arena totals still agree (both lag
- * by the held blocks); once it exits, both show every block freed. */
-enum { N_HELD = 100 };
+ * foreign stack; past its limit, about 300 blocks of this class, chains
+ * in its outbox) and counts them as freed only when they leave the stack
+ * or their chain goes to the slab: while it holds them, the class and
+ * arena totals still agree (both lag by the held blocks); once it exits,
+ * both show every block freed. */
+enum { N_HELD = 1000 };
 static void *held_blocks[N_HELD];
 static pthread_barrier_t held_bar;
 static void *holding_freer(void *arg)
