@@ -93,7 +93,8 @@ uint64_t xa_arenas_dirty_bytes(void)
         xa_arena *a = __atomic_load_n(&xa_arenas[i], __ATOMIC_ACQUIRE);
         if (a)
             bytes += (__atomic_load_n(&a->dirty_units, __ATOMIC_RELAXED) << XA_UNIT_SHIFT) +
-                     __atomic_load_n(&a->huge_cache_bytes, __ATOMIC_RELAXED);
+                     __atomic_load_n(&a->huge_cache_bytes, __ATOMIC_RELAXED) +
+                     __atomic_load_n(&a->warm_bytes, __ATOMIC_RELAXED);
     }
     return bytes;
 }

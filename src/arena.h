@@ -46,6 +46,8 @@ typedef struct xa_arena {
     xa_slab *bin_tail[XA_UNITS_PER_CHUNK];
     xa_slab *dirty_head, *dirty_tail; /* free runs waiting for decay, FIFO */
     xa_slab *abandoned[XA_NCLASSES];  /* slabs of exited threads */
+    uint16_t warm_slabs[XA_NCLASSES]; /* of them, kept empty (xa_arena_slab_keep) */
+    uint64_t warm_bytes;              /* their runs' bytes (lock; read as a hint) */
     xa_chunk *chunks;                 /* chunks of runs */
     xa_chunk *huge_live;              /* live huge blocks */
     xa_chunk *huge_cache;             /* freed huge mappings kept for reuse */
@@ -85,7 +87,8 @@ extern unsigned xa_narenas;
 /* Set when an arena gains dirty memory while it was clear; the layer above
  * (which may start or wake the purger thread) clears it. A hint only. */
 extern bool xa_arena_dirty_pending;
-/* Dirty and cached bytes of every arena, read without locks (a hint). */
+/* Dirty, cached and warm bytes of every arena (free memory kept resident
+ * that decay gives back), read without locks (a hint). */
 uint64_t xa_arenas_dirty_bytes(void);
 extern xa_arena *xa_arenas[XA_MAX_ARENAS];
 
@@ -109,6 +112,13 @@ bool xa_arena_slab_adopt_this(xa_arena *a, xa_slab *s, struct xa_heap *heap);
 void xa_arena_slab_free(xa_chunk *c, xa_slab *s);
 /* Hands a non-empty slab to the arena (owner thread exits). */
 void xa_arena_slab_abandon(xa_chunk *c, xa_slab *s);
+/* An empty slab of an exiting thread (a class below XA_TRIM_MIN_BLOCK),
+ * kept as it is (carved, resident) among the abandoned ones, for the next
+ * thread of the arena to adopt instead of carving a new slab; freed when
+ * no thread took it within a decay step. False when the class has
+ * XA_WARM_SLABS kept already, or decay_ms is 0: the caller frees it. */
+bool xa_arena_slab_keep(xa_chunk *c, xa_slab *s);
+#define XA_WARM_SLABS 4
 /* Moves a slab's remote frees onto its free list; the caller owns the
  * slab (its heap's thread, or the arena lock for an ownerless one).
  * Returns the blocks moved. */

@@ -93,8 +93,9 @@ static inline void xa_chunk_density_changed(xa_arena *a, xa_chunk *c)
 
 /* ---- slabs (arena_slab.c) ---- */
 
-/* Frees the abandoned slabs whose blocks have all come back; returns how many. */
-size_t xa_slab_reclaim_abandoned(xa_arena *a);
+/* Frees the abandoned slabs whose blocks have all come back (a warm one,
+ * kept empty, once it has waited warm_age_ns); returns how many. */
+size_t xa_slab_reclaim_abandoned(xa_arena *a, uint64_t now, uint64_t warm_age_ns);
 
 /* ---- decay (decay.c) ---- */
 

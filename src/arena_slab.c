@@ -4,6 +4,8 @@
  * Layer: arena; above pages. */
 #include "arena_internal.h"
 
+#include "config.h"
+#include "os.h"
 #include "pages.h"
 
 xa_slab *xa_arena_slab_new(xa_arena *a, unsigned cls, struct xa_heap *heap)
@@ -78,10 +80,8 @@ void xa_arena_slab_free(xa_chunk *c, xa_slab *s)
     xa_lock_release(&a->lock);
 }
 
-void xa_arena_slab_abandon(xa_chunk *c, xa_slab *s)
+static void abandon_locked(xa_arena *a, xa_slab *s)
 {
-    xa_arena *a = c->arena;
-    xa_lock_acquire(&a->lock);
     __atomic_store_n(&s->heap, NULL, __ATOMIC_RELEASE);
     xa_slab_set_in_full(s, (s->in_full & ~XA_SLAB_IN_FULL) | XA_SLAB_ABANDONED);
     s->prev = NULL;
@@ -89,7 +89,39 @@ void xa_arena_slab_abandon(xa_chunk *c, xa_slab *s)
     if (s->next)
         s->next->prev = s;
     a->abandoned[s->cls] = s;
+}
+
+void xa_arena_slab_abandon(xa_chunk *c, xa_slab *s)
+{
+    xa_arena *a = c->arena;
+    xa_lock_acquire(&a->lock);
+    abandon_locked(a, s);
     xa_lock_release(&a->lock);
+}
+
+bool xa_arena_slab_keep(xa_chunk *c, xa_slab *s)
+{
+    /* Big classes are left out: their slabs' free blocks are purged as
+     * they go (XA_SLAB_TRIM), which an adopter would pay for again. */
+    if (s->block_size >= XA_TRIM_MIN_BLOCK || !__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED))
+        return false;
+    xa_arena *a = c->arena;
+    xa_lock_acquire(&a->lock);
+    bool keep = a->warm_slabs[s->cls] < XA_WARM_SLABS;
+    if (keep) {
+        a->warm_slabs[s->cls]++;
+        __atomic_store_n(&a->warm_bytes, a->warm_bytes + ((uint64_t)s->units << XA_UNIT_SHIFT),
+                         __ATOMIC_RELAXED);
+        s->warm = 1;
+        s->freed_ns = xa_os_now_ns();
+        abandon_locked(a, s);
+    }
+    xa_lock_release(&a->lock);
+    /* The purger must come back for it (as for a freed run): a process
+     * whose threads all exited does not call the allocator again. */
+    if (keep && !__atomic_load_n(&xa_arena_dirty_pending, __ATOMIC_RELAXED))
+        __atomic_store_n(&xa_arena_dirty_pending, true, __ATOMIC_RELAXED);
+    return keep;
 }
 
 uint32_t xa_slab_collect(xa_slab *s)
@@ -119,6 +151,13 @@ uint32_t xa_slab_collect(xa_slab *s)
 
 static void abandoned_unlink(xa_arena *a, xa_slab *s)
 {
+    if (s->warm) {
+        s->warm = 0;
+        s->freed_ns = 0;
+        a->warm_slabs[s->cls]--;
+        __atomic_store_n(&a->warm_bytes, a->warm_bytes - ((uint64_t)s->units << XA_UNIT_SHIFT),
+                         __ATOMIC_RELAXED);
+    }
     if (s->prev)
         s->prev->next = s->next;
     else
@@ -128,12 +167,16 @@ static void abandoned_unlink(xa_arena *a, xa_slab *s)
     s->next = s->prev = NULL;
 }
 
-size_t xa_slab_reclaim_abandoned(xa_arena *a)
+size_t xa_slab_reclaim_abandoned(xa_arena *a, uint64_t now, uint64_t warm_age_ns)
 {
     size_t freed = 0;
     for (unsigned cls = 0; cls < XA_NCLASSES; cls++) {
         for (xa_slab *s = a->abandoned[cls]; s;) {
             xa_slab *next = s->next;
+            if (s->warm && now - s->freed_ns < warm_age_ns) {
+                s = next; /* (kept for a next thread a while longer) */
+                continue;
+            }
             xa_slab_collect(s);
             if (xa_slab_used(s) == 0) {
                 abandoned_unlink(a, s);

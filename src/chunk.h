@@ -120,7 +120,9 @@ typedef struct xa_slab {
     struct xa_slab *dnext, *dprev; /* arena dirty FIFO (free runs) */
     uint64_t freed_ns;        /* free run: when it became free */
     uint32_t dunits;          /* free run: units touched since last purge */
-    uint32_t pad32;
+    /* Small, abandoned: kept empty at its thread's exit for the next
+     * thread of the arena (xa_arena_slab_keep; freed_ns is then when). */
+    uint32_t warm;
     uint64_t pad[1];          /* 128 bytes: descriptors indexed by shift */
 } xa_slab;
 

@@ -150,7 +150,10 @@ void xa_arena_maybe_decay(xa_arena *a, uint64_t now, unsigned path)
     if (now < __atomic_load_n(&a->next_decay_ns, __ATOMIC_RELAXED))
         return;
     xa_lock_acquire(&a->lock);
-    xa_slab_reclaim_abandoned(a);
+    /* Slabs kept warm for a next thread: freed when none came for a decay
+     * step (their runs then wait decay_ms like any freed run). */
+    uint64_t decay_ns = (uint64_t)xa_opt.decay_ms * 1000000u;
+    xa_slab_reclaim_abandoned(a, now, decay_ns / 4 > 1000000u ? decay_ns / 4 : 1000000u);
     xa_decay_run(a, now, false, path);
     xa_lock_release(&a->lock);
 }
@@ -159,8 +162,8 @@ size_t xa_arena_purge_all(xa_arena *a)
 {
     xa_lock_acquire(&a->lock);
     uint64_t before = __atomic_load_n(&a->purged_bytes, __ATOMIC_RELAXED);
-    xa_slab_reclaim_abandoned(a);
     uint64_t now = xa_os_now_ns();
+    xa_slab_reclaim_abandoned(a, now, 0);
     /* Forced purge also takes clean-but-never-queued dirty runs of
      * thp:always chunks: the operator asked for memory back now. */
     for (unsigned n = 1; n < XA_UNITS_PER_CHUNK; n++) {

@@ -1558,6 +1558,10 @@ static void release_or_abandon(xa_slab *s)
     s->next = s->prev = NULL;
     xa_slab_collect(s);
     if (xa_slab_used(s) == 0) {
+        /* Empty: kept as it is for the arena's next thread (a thread per
+         * request takes its slabs carved and resident), or freed. */
+        if (xa_arena_slab_keep(xa_chunk_of(s), s))
+            return;
         s->heap = NULL;
         xa_arena_slab_free(xa_chunk_of(s), s);
     } else {
@@ -1661,6 +1665,7 @@ void xa_heap_thread_exit(xa_heap *h)
     h->next_all = heaps_free;
     heaps_free = h;
     xa_lock_release(&heaps_lock);
+    xa_heap_notice_dirty(); /* (slabs kept warm, runs freed: the purger's) */
 }
 
 static size_t collect(xa_heap *h);

@@ -217,14 +217,26 @@ static void check_arena(struct ctx *x, xa_arena *a)
     for (xa_slab *s = a->dirty_head; s && n < WALK_LIMIT; s = s->dnext, n++)
         if (s->kind != XA_RUN_FREE || !s->in_dirty_list || !s->dirty)
             bad(x, "arena %u: dirty list holds run %p (kind %u)", a->index, (void *)s, s->kind);
-    for (unsigned cls = 0; cls < XA_NCLASSES; cls++)
+    for (unsigned cls = 0; cls < XA_NCLASSES; cls++) {
+        unsigned warm = 0;
         for (xa_slab *s = a->abandoned[cls]; s; s = s->next) {
             if (s->kind != XA_RUN_SMALL || s->cls != cls || s->heap ||
                 !(s->in_full & XA_SLAB_ABANDONED))
                 bad(x, "arena %u: abandoned list %u holds %p", a->index, cls, (void *)s);
             else
                 check_slab(x, xa_chunk_of(s), s, true);
+            if (s->warm) {
+                warm++;
+                /* (Kept empty: none of its blocks can be out.) */
+                if (xa_slab_used(s) != 0 || xa_tf_list(s->thread_free))
+                    bad(x, "arena %u: warm slab %p of class %u has blocks out (%u)", a->index,
+                        (void *)s, cls, xa_slab_used(s));
+            }
         }
+        if (warm != a->warm_slabs[cls] || warm > XA_WARM_SLABS)
+            bad(x, "arena %u: class %u keeps %u warm slabs, its count says %u", a->index, cls,
+                warm, a->warm_slabs[cls]);
+    }
     check_huge_list(x, a, a->huge_live, a->huge_count, true);
     check_huge_list(x, a, a->huge_cache, a->huge_cache_count, false);
 }

@@ -5,7 +5,8 @@
  * thread's slab by the thread that frees into it, and the trim of free
  * big blocks, and the purger's idle reclaim of a parked thread's empty
  * slabs, and a rarely used class borrowing blocks from the class of twice
- * its size. Each test runs in its own process (Check forks), so the heap
+ * its size, and an exited thread's empty slabs kept for the next thread.
+ * Each test runs in its own process (Check forks), so the heap
  * starts empty. */
 #include <check.h>
 
@@ -311,6 +312,96 @@ START_TEST(abandoned_slab_is_adopted_by_a_freeing_thread)
     /* The rest of its blocks are local frees now. */
     for (int i = 1; i < 8; i++)
         xa_test_free(keep[i]);
+    xa_test_free(own);
+    assert_clean();
+}
+END_TEST
+
+/* A thread per request: the slabs an exiting thread leaves empty are kept
+ * as they are (carved, resident) for the arena's next thread, at most
+ * XA_WARM_SLABS per class, and freed when no thread took them within a
+ * decay step. */
+enum { WARM_SIZE = 300, WARM_THREADS = XA_WARM_SLABS + 2 };
+static pthread_barrier_t warm_bar;
+static void *use_class_and_exit(void *arg)
+{
+    void **out = arg;
+    void *p = xa_test_malloc(WARM_SIZE);
+    out[0] = slab_of(p);
+    out[1] = (void *)(uintptr_t)slab_of(p)->warm;
+    if (out[2]) /* (the threads of the bound: all hold a slab at once) */
+        pthread_barrier_wait(&warm_bar);
+    xa_test_free(p);
+    return NULL; /* exits with the class's slab empty */
+}
+
+static xa_slab *warm_round(void *out[3])
+{
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, use_class_and_exit, out), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    return out[0];
+}
+
+START_TEST(exited_thread_empty_slab_is_kept_for_the_next_thread)
+{
+    setenv("XALLOC_CONF", "arenas:1", 1);
+    unsigned cls = xa_size_class(WARM_SIZE);
+    ck_assert_uint_lt(xa_classes[cls].size, XA_TRIM_MIN_BLOCK);
+    void *own = xa_test_malloc(16); /* (this thread's heap, another class) */
+    xa_arena *a = xa_tls_heap->arena;
+    void *out[3] = {NULL, NULL, NULL};
+    xa_slab *s = warm_round(out);
+    ck_assert_uint_eq(s->kind, XA_RUN_SMALL);
+    ck_assert_ptr_null(s->heap);
+    ck_assert(s->warm && (s->in_full & XA_SLAB_ABANDONED));
+    ck_assert_uint_eq(a->warm_slabs[cls], 1);
+    assert_clean();
+    /* The next thread takes it: no new slab, nothing carved again. */
+    uint32_t carved = s->capacity;
+    ck_assert_ptr_eq(warm_round(out), s);
+    ck_assert_ptr_null(out[1]); /* (not warm while it had an owner) */
+    ck_assert_uint_eq(s->capacity, carved);
+    ck_assert(s->warm);
+    ck_assert_uint_eq(a->warm_slabs[cls], 1);
+    assert_clean();
+    /* Within a decay step it stays; past one it is freed. */
+    xa_arena_maybe_decay(a, s->freed_ns + 1, 0);
+    ck_assert_uint_eq(s->kind, XA_RUN_SMALL);
+    xa_arena_maybe_decay(a, UINT64_MAX / 2, 0);
+    ck_assert_uint_ne(s->kind, XA_RUN_SMALL);
+    ck_assert_uint_eq(a->warm_slabs[cls], 0);
+    assert_clean();
+
+    /* Threads that all hold a slab of the class at once: only
+     * XA_WARM_SLABS of their slabs are kept. */
+    pthread_barrier_init(&warm_bar, NULL, WARM_THREADS);
+    pthread_t t[WARM_THREADS];
+    void *outs[WARM_THREADS][3];
+    for (int i = 0; i < WARM_THREADS; i++) {
+        outs[i][2] = &warm_bar;
+        ck_assert_int_eq(pthread_create(&t[i], NULL, use_class_and_exit, outs[i]), 0);
+    }
+    for (int i = 0; i < WARM_THREADS; i++)
+        ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+    ck_assert_uint_eq(a->warm_slabs[cls], XA_WARM_SLABS);
+    assert_clean();
+    /* xalloc_purge's way gives them all back. */
+    xa_arena_purge_all(a);
+    ck_assert_uint_eq(a->warm_slabs[cls], 0);
+    xa_test_free(own);
+    assert_clean();
+}
+END_TEST
+
+START_TEST(no_warm_slab_with_decay_0)
+{
+    setenv("XALLOC_CONF", "arenas:1,decay_ms:0", 1);
+    void *own = xa_test_malloc(16);
+    void *out[3] = {NULL, NULL, NULL};
+    xa_slab *s = warm_round(out);
+    ck_assert_uint_ne(s->kind, XA_RUN_SMALL); /* freed at once */
+    ck_assert_uint_eq(xa_tls_heap->arena->warm_slabs[xa_size_class(WARM_SIZE)], 0);
     xa_test_free(own);
     assert_clean();
 }
@@ -708,6 +799,8 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, holes_are_used_before_a_new_page_is_carved);
     tcase_add_test(tc, full_foreign_stack_keeps_its_blocks_and_exit_returns_them);
     tcase_add_test(tc, abandoned_slab_is_adopted_by_a_freeing_thread);
+    tcase_add_test(tc, exited_thread_empty_slab_is_kept_for_the_next_thread);
+    tcase_add_test(tc, no_warm_slab_with_decay_0);
     tcase_add_test(tc, trim_spares_pages_shared_with_neighbours);
     tcase_add_test(tc, mass_free_trims_unless_the_arena_learnt_a_churn);
     tcase_add_test(tc, big_block_of_the_head_slab_is_freed_on_the_fast_path);
