@@ -474,6 +474,10 @@ typedef struct pt_slot {
 
 typedef struct pthr {
     xa_sc_cache sc;
+    /* The top of the stack the cache's entries were found on (0: none):
+     * a record reused by a thread on the same stack memory (glibc hands
+     * an exited thread's stack to the next thread) keeps them. */
+    uintptr_t sc_top;
     struct pthr *next_free; /* pt_free (prof_lock) */
     struct pthr *next_all;  /* pt_all, never unlinked */
     unsigned seq;           /* odd while the owner writes sum[] */
@@ -628,27 +632,42 @@ static void pt_thread_exit(void *arg)
     xa_lock_release(&prof_lock);
 }
 
-/* This thread's record, made on its second call; NULL when it has none. */
-static pthr *pt_get(void)
+/* Gives this thread a record (Pre: it has none, the key is made): the
+ * free one last used on this thread's stack, else (unless same_stack)
+ * another free one or a new one; NULL when it gets none. */
+static pthr *pt_attach(bool same_stack)
 {
-    pthr *t = pt_tls;
-    if (xa_likely(t > PT_DEAD))
-        return t;
-    if (t == PT_DEAD || !pt_key_made)
-        return NULL;
-    if (!pt_seen) {
-        pt_seen = true;
-        return NULL;
-    }
+    pthr *t;
     bool old_guard = guard;
     guard = true; /* (setspecific may allocate, for a key past the first 32) */
+    uintptr_t top = xa_prof_stack_top((uintptr_t)__builtin_frame_address(0));
     xa_lock_acquire(&prof_lock);
-    t = pt_free;
+    /* (A few records: as many as threads exited lately.) */
+    pthr **link = same_stack ? NULL : &pt_free;
+    for (pthr **l = &pt_free; top && *l; l = &(*l)->next_free) {
+        if ((*l)->sc_top == top) {
+            link = l;
+            break;
+        }
+    }
+    if (!link) {
+        xa_lock_release(&prof_lock);
+        guard = old_guard;
+        return NULL;
+    }
+    t = *link;
     if (t)
-        pt_free = t->next_free;
+        *link = t->next_free;
     xa_lock_release(&prof_lock);
     if (t) {
-        memset(&t->sc, 0, sizeof t->sc);
+        /* Entries read words in [anchor, sc_top) of the stack they were
+         * found on: safe, and worth keeping, only on the same stack. A
+         * thread per request reusing the last one's stack then finds its
+         * call stacks cached from its first sample (no unwind). */
+        if (!top || t->sc_top != top) {
+            memset(&t->sc, 0, sizeof t->sc);
+            t->sc_top = 0;
+        }
     } else if ((t = xa_meta_alloc(sizeof *t, XA_CACHELINE))) {
         xa_lock_acquire(&prof_lock);
         t->next_all = pt_all;
@@ -667,6 +686,21 @@ static pthr *pt_get(void)
     return t;
 }
 
+/* This thread's record, made on its second call; NULL when it has none. */
+static pthr *pt_get(void)
+{
+    pthr *t = pt_tls;
+    if (xa_likely(t > PT_DEAD))
+        return t;
+    if (t == PT_DEAD || !pt_key_made)
+        return NULL;
+    if (!pt_seen) {
+        pt_seen = true;
+        return NULL;
+    }
+    return pt_attach(false);
+}
+
 /* Remembers the stack st just unwound for key (ra, anchor) when the
  * policy says so (xa_sc_should_fill): raw[0..used) are the return
  * addresses that decided it, raw[0] the key's own. Pre: guard set. */
@@ -680,11 +714,12 @@ static void sc_remember(uintptr_t ra, uintptr_t anchor, const uintptr_t *raw, un
     if (!xa_sc_should_fill(e, ra, anchor))
         return;
     uintptr_t top = xa_prof_stack_top(anchor);
-    if (!top || (anchor & 7) != 0)
+    if (!top || (anchor & 7) != 0 || (t->sc_top && t->sc_top != top))
         return;
     for (unsigned i = 0; i < used; i++)
         if (xa_prof_is_sigreturn(raw[i]))
             return;
+    t->sc_top = top;
     (void)xa_sc_fill(e, ra, anchor, top, raw, used, st);
 }
 
@@ -781,6 +816,10 @@ XA_PROF_PATH void *xa_prof_sample_record(void *p, size_t size, void **slot)
     uintptr_t ra = (uintptr_t)__builtin_return_address(0);
     pthr *t = pt_tls;
     xa_prof_stack *st = NULL;
+    /* A thread's first sample takes the record an exited thread left on
+     * this stack, if one is free: its cache may know the stack already. */
+    if (xa_unlikely(!t) && pt_key_made && __atomic_load_n(&pt_free, __ATOMIC_RELAXED))
+        t = pt_attach(true);
     if (t > PT_DEAD)
         st = xa_sc_lookup(xa_sc_slot(&t->sc, ra, anchor), ra, anchor);
     if (st) {

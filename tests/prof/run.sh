@@ -38,8 +38,10 @@
 # stack_cache  with every allocation sampled, two callers that share the
 #           stack cache's key (same frame, same depth), in runs, in turns
 #           and at random, in three threads, a signal handler on an
-#           alternate stack and on the thread's own, and longjmp out of
-#           deeper paths: each site's live bytes are exactly its truth, and
+#           alternate stack and on the thread's own, longjmp out of deeper
+#           paths, and threads one after another on one stack (each takes
+#           over the last one's cache): each site's live bytes are exactly
+#           its truth, and
 #           each caller has one stack per thread kind (a hit gives the same
 #           stack as an unwind).
 # tally     with every allocation sampled, twelve threads in two waves
@@ -503,14 +505,15 @@ stack_cache() {
         exact_bytes stack_cache "$collapsed" "$site;leaf" "$(result "$d/out" "$key")" \
             "$d/out" "$d/err"
     done
-    # main;calls;via_a;leaf and start_thread;...;thread_main;calls;via_a;leaf
+    # main;calls;via_a;leaf, start_thread;...;thread_main;calls;via_a;leaf
+    # and start_thread;...;seq_thread_main;via_a;leaf
     for site in via_a via_b; do
         stacks=$(awk -v s="$site" '{ n = split($1, f, ";"); if (n >= 2 && f[n] == "leaf" &&
             f[n - 1] == s) c++ } END { print c + 0 }' "$collapsed")
-        if [ "$stacks" = 2 ]; then
-            ok "stack_cache: $site;leaf has one stack in main and one in the threads"
+        if [ "$stacks" = 3 ]; then
+            ok "stack_cache: $site;leaf has one stack in main, one in the threads, one in the sequential threads"
         else
-            not_ok "stack_cache: $site;leaf has $stacks stacks (2 expected)" "$collapsed"
+            not_ok "stack_cache: $site;leaf has $stacks stacks (3 expected)" "$collapsed"
         fi
     done
 }

@@ -11,7 +11,10 @@
  * in two threads at once. via_sig() allocates from a signal handler, on
  * an alternate signal stack and then on the thread's own stack (a chain
  * through the signal trampoline). Then a longjmp out of a deeper path
- * leaves stale return addresses below the live frames.
+ * leaves stale return addresses below the live frames. Last, threads one
+ * after another (each on the stack the last one left, whose record and
+ * cache it takes over) take one path each, two threads in a row the same:
+ * the second hits what the first cached, the next one must miss it.
  *
  * Prints RESULT a_bytes=N b_bytes=N sig_bytes=N deep_bytes=N (the truth);
  * the blocks are kept until exit, for the final dump. */
@@ -31,6 +34,8 @@
 #define SIZE_DEEP 700
 #define CALLS 6000 /* per thread, through via_a or via_b */
 #define SIGNALS 200
+#define SEQ_THREADS 8
+#define SEQ_CALLS 40
 
 struct keep {
     void **p;
@@ -157,6 +162,22 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+static struct keep seq_k[SEQ_THREADS];
+
+/* Thread i of the sequence: via_a for i = 0, 1, 4, 5; via_b for 2, 3, 6,
+ * 7. One call site, as in calls(). */
+static void *seq_thread_main(void *arg)
+{
+    struct keep *k = arg;
+    warm_up();
+    void (*via)(struct keep *) = ((k - seq_k) / 2) % 2 == 0 ? via_a : via_b;
+    for (int i = 0; i < SEQ_CALLS; i++) {
+        via(k);
+        __asm__ volatile("" ::: "memory");
+    }
+    return NULL;
+}
+
 int main(void)
 {
     static struct keep main_k, thread_k[2];
@@ -194,8 +215,19 @@ int main(void)
             deep(i % 3, &env);
     }
 
+    for (int i = 0; i < SEQ_THREADS; i++) {
+        pthread_t s;
+        if (pthread_create(&s, NULL, seq_thread_main, &seq_k[i]) != 0)
+            return 1;
+        pthread_join(s, NULL);
+    }
+
     uint64_t a = main_k.a + thread_k[0].a + thread_k[1].a;
     uint64_t b = main_k.b + thread_k[0].b + thread_k[1].b;
+    for (int i = 0; i < SEQ_THREADS; i++) {
+        a += seq_k[i].a;
+        b += seq_k[i].b;
+    }
     printf("RESULT a_bytes=%llu b_bytes=%llu sig_bytes=%llu deep_bytes=%llu\n",
            (unsigned long long)a, (unsigned long long)b, (unsigned long long)sig_bytes,
            (unsigned long long)deep_bytes);
