@@ -116,7 +116,8 @@ void xa_arena_slab_abandon(xa_chunk *c, xa_slab *s);
  * kept as it is (carved, resident) among the abandoned ones, for the next
  * thread of the arena to adopt instead of carving a new slab; freed when
  * no thread took it within a decay step. False when the class has
- * XA_WARM_SLABS kept already, or decay_ms is 0: the caller frees it. */
+ * XA_WARM_SLABS kept already, or decay_ms is 0: the caller frees it (and
+ * does not ask under tcache:off). */
 bool xa_arena_slab_keep(xa_chunk *c, xa_slab *s);
 #define XA_WARM_SLABS 4
 /* Moves a slab's remote frees onto its free list; the caller owns the

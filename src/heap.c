@@ -1552,7 +1552,7 @@ static void set_never_notify(xa_slab *s)
     }
 }
 
-static void release_or_abandon(xa_slab *s)
+static void release_or_abandon(xa_slab *s, bool keep_warm)
 {
     xa_slab_set_in_full(s, s->in_full & ~XA_SLAB_IN_FULL);
     s->next = s->prev = NULL;
@@ -1560,7 +1560,7 @@ static void release_or_abandon(xa_slab *s)
     if (xa_slab_used(s) == 0) {
         /* Empty: kept as it is for the arena's next thread (a thread per
          * request takes its slabs carved and resident), or freed. */
-        if (xa_arena_slab_keep(xa_chunk_of(s), s))
+        if (keep_warm && xa_arena_slab_keep(xa_chunk_of(s), s))
             return;
         s->heap = NULL;
         xa_arena_slab_free(xa_chunk_of(s), s);
@@ -1593,7 +1593,7 @@ static void heap_release_all(xa_heap *h)
         head_move(h, h->avail[c], NULL);
         for (xa_slab *s = h->avail[c]; s;) {
             xa_slab *next = s->next;
-            release_or_abandon(s);
+            release_or_abandon(s, !h->no_keep); /* (tcache:off keeps none) */
             s = next;
         }
         h->avail[c] = NULL;
@@ -1601,7 +1601,7 @@ static void heap_release_all(xa_heap *h)
     }
     for (xa_slab *s = h->full; s;) {
         xa_slab *next = s->next;
-        release_or_abandon(s);
+        release_or_abandon(s, !h->no_keep); /* (tcache:off keeps none) */
         s = next;
     }
     h->full = NULL;

@@ -394,9 +394,11 @@ START_TEST(exited_thread_empty_slab_is_kept_for_the_next_thread)
 }
 END_TEST
 
-START_TEST(no_warm_slab_with_decay_0)
+/* decay_ms:0 (memory back at once) and tcache:off (no caches) keep none. */
+static const char *const no_warm_confs[] = {"arenas:1,decay_ms:0", "arenas:1,tcache:off"};
+START_TEST(no_warm_slab_with_decay_0_or_tcache_off)
 {
-    setenv("XALLOC_CONF", "arenas:1,decay_ms:0", 1);
+    setenv("XALLOC_CONF", no_warm_confs[_i], 1);
     void *own = xa_test_malloc(16);
     void *out[3] = {NULL, NULL, NULL};
     xa_slab *s = warm_round(out);
@@ -800,7 +802,7 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, full_foreign_stack_keeps_its_blocks_and_exit_returns_them);
     tcase_add_test(tc, abandoned_slab_is_adopted_by_a_freeing_thread);
     tcase_add_test(tc, exited_thread_empty_slab_is_kept_for_the_next_thread);
-    tcase_add_test(tc, no_warm_slab_with_decay_0);
+    tcase_add_loop_test(tc, no_warm_slab_with_decay_0_or_tcache_off, 0, 2);
     tcase_add_test(tc, trim_spares_pages_shared_with_neighbours);
     tcase_add_test(tc, mass_free_trims_unless_the_arena_learnt_a_churn);
     tcase_add_test(tc, big_block_of_the_head_slab_is_freed_on_the_fast_path);
