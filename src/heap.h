@@ -135,7 +135,8 @@ _Static_assert(sizeof(xa_heap) <= XA_OS_PAGE, "a heap's fields fit one page");
  * the owner's collection and the other freeing threads share. A slot per
  * slab hash; a slot taken by another slab, a chain of
  * XA_HEAP_OUTBOX_CHAIN blocks, the heap's malloc slow path, a collection
- * and the heap's release push it. */
+ * and the heap's release push it. A held block still counts as in use in
+ * its class and arena (as in the foreign stack) until its chain goes. */
 #define XA_HEAP_OUTBOX_SLOTS 8
 #define XA_HEAP_OUTBOX_CHAIN 32
 struct xa_heap_outbox {
