@@ -682,6 +682,17 @@ XA_API size_t API(malloc_usable_size)(void *p)
     return usable_other(p);
 }
 
+/* The program's usable bytes of p, a block that is not a tagged one
+ * (validated: a bad pointer is reported as fn's): to the block's end, or
+ * its request in junk mode (the redzone is not the program's). */
+static size_t program_usable(const char *fn, xa_chunk *c, void *p)
+{
+    size_t usable = block_usable(fn, c, p);
+    if (xa_unlikely(junk) && junk_request(p, usable) != SIZE_MAX)
+        return junk_request(p, usable);
+    return usable;
+}
+
 static XA_NOINLINE size_t usable_other(void *p)
 {
     if (!p)
@@ -699,10 +710,7 @@ static XA_NOINLINE size_t usable_other(void *p)
             return u;
     }
 #endif
-    size_t usable = block_usable("malloc_usable_size", c, p);
-    if (xa_unlikely(junk) && junk_request(p, usable) != SIZE_MAX)
-        return junk_request(p, usable); /* the redzone is not the program's */
-    return usable;
+    return program_usable("malloc_usable_size", c, p);
 }
 
 #if XA_PROF
@@ -912,17 +920,6 @@ static size_t usable_prof(xa_chunk *c, void *p)
                                                            : SIZE_MAX;
 }
 
-/* Usable bytes of p, a block that is not a tagged one (validated: a bad
- * pointer is reported as realloc's); the program's request in junk mode,
- * as malloc_usable_size says. */
-static size_t prof_plain_usable(xa_chunk *c, void *p)
-{
-    size_t usable = block_usable("realloc", c, p);
-    if (xa_unlikely(junk) && junk_request(p, usable) != SIZE_MAX)
-        return junk_request(p, usable);
-    return usable;
-}
-
 /* Growth that realloc_impl serves with a large run (see grow_as_run). */
 static inline bool prof_grows_as_run(size_t old, size_t size)
 {
@@ -1014,7 +1011,7 @@ static XA_NOINLINE void *realloc_prof(void *p, size_t size)
     }
     if (!c) /* not ours: realloc_impl reports it (or fails before init) */
         return realloc_impl(p, size);
-    size_t old = prof_plain_usable(c, p);
+    size_t old = program_usable("realloc", c, p);
     /* Stays big: past the largest class, or a run that realloc_impl keeps
      * (same units) or grows (in place when it can); not in junk mode,
      * where junk_realloc would make a slab block. */

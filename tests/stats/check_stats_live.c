@@ -163,29 +163,43 @@ END_TEST
  * already show them. */
 enum { N_REMOTE = 3000 };
 static void *remote_blocks[N_REMOTE];
-static pthread_barrier_t remote_bar;
-static void *remote_freer(void *arg)
+
+/* A thread that frees blocks main allocated (after an allocation of its
+ * own, which gives it a heap, when own_heap), then waits at freer_bar
+ * until main has looked at the statistics. */
+struct freer {
+    void **blocks;
+    int n;
+    bool own_heap;
+};
+static pthread_barrier_t freer_bar;
+static void *freer_main(void *arg)
 {
-    (void)arg;
-    for (int i = 0; i < N_REMOTE; i++)
-        free(remote_blocks[i]);
-    pthread_barrier_wait(&remote_bar); /* freed */
-    pthread_barrier_wait(&remote_bar); /* main has looked */
+    const struct freer *f = arg;
+    if (f->own_heap) {
+        void *volatile own = malloc(1);
+        free(own);
+    }
+    for (int i = 0; i < f->n; i++)
+        free(f->blocks[i]);
+    pthread_barrier_wait(&freer_bar); /* freed */
+    pthread_barrier_wait(&freer_bar); /* main has looked */
     return NULL;
 }
 
 START_TEST(test_remote_frees_counted)
 {
-    pthread_barrier_init(&remote_bar, NULL, 2);
+    pthread_barrier_init(&freer_bar, NULL, 2);
     for (int i = 0; i < N_REMOTE; i++)
         remote_blocks[i] = malloc(200);
     size_t cs = malloc_usable_size(remote_blocks[0]);
     int rc1 = xalloc_stats_get(&before);
     pthread_t t;
-    ck_assert_int_eq(pthread_create(&t, NULL, remote_freer, NULL), 0);
-    pthread_barrier_wait(&remote_bar);
+    struct freer f = {remote_blocks, N_REMOTE, false};
+    ck_assert_int_eq(pthread_create(&t, NULL, freer_main, &f), 0);
+    pthread_barrier_wait(&freer_bar);
     int rc2 = xalloc_stats_get(&after);
-    pthread_barrier_wait(&remote_bar);
+    pthread_barrier_wait(&freer_bar);
     pthread_join(t, NULL);
     ck_assert(rc1 == 0 && rc2 == 0);
     int k = class_of(&after, cs);
@@ -336,35 +350,24 @@ END_TEST
  * both show every block freed. */
 enum { N_HELD = 1000 };
 static void *held_blocks[N_HELD];
-static pthread_barrier_t held_bar;
-static void *holding_freer(void *arg)
-{
-    (void)arg;
-    void *volatile own = malloc(1); /* a heap first */
-    free(own);
-    for (int i = 0; i < N_HELD; i++)
-        free(held_blocks[i]);
-    pthread_barrier_wait(&held_bar); /* freed, still held */
-    pthread_barrier_wait(&held_bar); /* main has looked */
-    return NULL;
-}
 
 START_TEST(test_held_remote_frees_keep_totals_consistent)
 {
-    pthread_barrier_init(&held_bar, NULL, 2);
+    pthread_barrier_init(&freer_bar, NULL, 2);
     for (int i = 0; i < N_HELD; i++)
         held_blocks[i] = malloc(200);
     size_t cs = malloc_usable_size(held_blocks[0]);
     ck_assert_int_eq(xalloc_stats_get(&before), 0);
     pthread_t t;
-    ck_assert_int_eq(pthread_create(&t, NULL, holding_freer, NULL), 0);
-    pthread_barrier_wait(&held_bar);
+    struct freer f = {held_blocks, N_HELD, true}; /* (a heap: it holds what it frees) */
+    ck_assert_int_eq(pthread_create(&t, NULL, freer_main, &f), 0);
+    pthread_barrier_wait(&freer_bar);
     ck_assert_int_eq(xalloc_stats_get(&after), 0);
     assert_arenas_add_up(&after, " (blocks held in a foreign stack)");
     int k = class_of(&after, cs);
     ck_assert_int_ge(k, 0);
     ck_assert_uint_le(before.classes[k].live - after.classes[k].live, N_HELD);
-    pthread_barrier_wait(&held_bar);
+    pthread_barrier_wait(&freer_bar);
     pthread_join(t, NULL);
     ck_assert_int_eq(xalloc_stats_get(&after), 0);
     assert_arenas_add_up(&after, " (after the holder exited)");
