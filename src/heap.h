@@ -474,15 +474,18 @@ XA_FAST_PATH void xa_heap_foreign_push(xa_slab *f, xa_block *b, uint32_t n)
  * stack, in the outbox: a thread that frees what others allocate). A
  * leaf: no frame, one test per condition; everything else (a double free,
  * another arena, a big block to purge, no heap, a slab whose owner
- * exited) goes to xa_heap_free_remote. */
-XA_FAST_PATH void xa_heap_free_remote_fast(xa_heap *h, xa_chunk *c, xa_slab *s, xa_block *b)
+ * exited) goes to xa_heap_free_remote. unmarked: the caller has seen that
+ * b does not carry the free mark (the fast path tests it before it knows
+ * whose block it is). */
+XA_FAST_PATH void xa_heap_free_remote_fast(xa_heap *h, xa_chunk *c, xa_slab *s, xa_block *b,
+                                           bool unmarked)
 {
     unsigned cls = s->cls;
     /* The node test first: it fails at once for a thread with no heap
      * (keep_key 0), a consumer that only frees. */
     if (xa_likely(c->keep_key == h->keep_key && cls < XA_FOREIGN_CLASSES &&
                   !(s->in_full & (XA_SLAB_TRIM | XA_SLAB_ABANDONED)) &&
-                  !xa_block_marked_free(b))) {
+                  (unmarked || !xa_block_marked_free(b)))) {
         xa_slab *f = xa_heap_foreign(h, cls);
         uint32_t n = f->reserved; /* nothing pops from it */
         if (xa_likely(n < f->capacity)) {

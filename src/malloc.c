@@ -276,18 +276,21 @@ static XA_NOINLINE void free_not_owned(xa_chunk *c, xa_slab *s, void *p)
 {
     xa_heap *h = xa_tls_heap;
     if (xa_likely(s->kind == XA_RUN_SMALL && s->heap != h && xa_slab_is_block(s, p))) {
-        xa_heap_free_remote_fast(h, c, s, p);
+        xa_heap_free_remote_fast(h, c, s, p, false);
         return;
     }
     free_generic(c, p);
 }
 
-/* The fast path's remote free: s is not h's (h the caller's heap), which
- * the fast path has just tested. */
+/* The fast path's remote free: s is not h's (h the caller's heap), and p
+ * is at a block boundary of s and not marked free, which the fast path
+ * has just tested. Only the kind is left: the chunk header's descriptor
+ * (unit 0) holds other fields where a slab has its interior-pointer test,
+ * so that test alone does not tell a slab. */
 static XA_NOINLINE void free_remote(xa_chunk *c, xa_slab *s, void *p, xa_heap *h)
 {
-    if (xa_likely(s->kind == XA_RUN_SMALL && xa_slab_is_block(s, p))) {
-        xa_heap_free_remote_fast(h, c, s, p);
+    if (xa_likely(s->kind == XA_RUN_SMALL)) {
+        xa_heap_free_remote_fast(h, c, s, p, true);
         return;
     }
     free_generic(c, p);
@@ -377,17 +380,19 @@ XA_FAST_PATH void free_inline(void *p)
          * address into each field's displacement and computes it again
          * (five instructions) for the tests after the push. */
         __asm__("" : "+r"(s));
-        xa_heap *h = xa_tls_heap;
-        /* The owner's push, when the pointer is a block boundary and not a
-         * suspected double free (anything else of the owner's is sorted
-         * out, and reported, by free_generic); another thread's block
-         * goes to the remote free. */
-        if (xa_likely(s->heap == h)) {
-            if (xa_likely(xa_slab_is_block(s, p) && !xa_block_marked_free(p))) {
-                xa_heap_free_owned(h, s, p);
-                return;
-            }
+        /* A block boundary that does not carry the free mark: pushed onto
+         * its slab's list by the owner, or handed to the remote free.
+         * Anything else (an interior or foreign pointer, a suspected double
+         * free, a large run, whose descriptor has no interior-pointer
+         * test) is sorted out, and reported, by free_generic. Both tests
+         * come before the owner's, so a remote free need not repeat them. */
+        if (xa_unlikely(!xa_slab_is_block(s, p) || xa_block_marked_free(p))) {
             free_generic(c, p);
+            return;
+        }
+        xa_heap *h = xa_tls_heap;
+        if (xa_likely(s->heap == h)) {
+            xa_heap_free_owned(h, s, p);
             return;
         }
         free_remote(c, s, p, h);
