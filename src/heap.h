@@ -468,6 +468,17 @@ XA_FAST_PATH void xa_heap_foreign_push(xa_slab *f, xa_block *b, uint32_t n)
     f->reserved = n + 1;
 }
 
+/* A block of slab s (chunk c) whose owner exited, freed by h: kept like
+ * any other thread's block when h cannot adopt the slab (another arena's:
+ * a thread that replaces one that exited is often bound elsewhere, and
+ * larson's successor threads freed every such block through
+ * xa_heap_free_remote); else the slow path adopts it (adopt_on_free).
+ * Never for a big-class slab, whose frees count towards its trim. */
+XA_FAST_PATH bool xa_heap_keeps_abandoned(const xa_heap *h, const xa_chunk *c, const xa_slab *s)
+{
+    return s->in_full == XA_SLAB_ABANDONED && c->arena != h->arena;
+}
+
 /* A small block of another thread's slab (s->kind SMALL, s->heap not h, p
  * a carved block of s), freed the way it nearly always is: kept in this
  * thread's foreign stack for its next malloc of the class (past a full
@@ -484,7 +495,8 @@ XA_FAST_PATH void xa_heap_free_remote_fast(xa_heap *h, xa_chunk *c, xa_slab *s, 
     /* The node test first: it fails at once for a thread with no heap
      * (keep_key 0), a consumer that only frees. */
     if (xa_likely(c->keep_key == h->keep_key && cls < XA_FOREIGN_CLASSES &&
-                  !(s->in_full & (XA_SLAB_TRIM | XA_SLAB_ABANDONED)) &&
+                  (!(s->in_full & (XA_SLAB_TRIM | XA_SLAB_ABANDONED)) ||
+                   xa_heap_keeps_abandoned(h, c, s)) &&
                   (unmarked || !xa_block_marked_free(b)))) {
         xa_slab *f = xa_heap_foreign(h, cls);
         uint32_t n = f->reserved; /* nothing pops from it */

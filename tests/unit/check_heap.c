@@ -2,7 +2,8 @@
  * slab a big class keeps when one of its slabs empties, and the foreign
  * stacks a thread keeps of blocks it frees for others (bounded, handed
  * back in chains when the thread exits), and the adoption of an exited
- * thread's slab by the thread that frees into it, and the trim of free
+ * thread's slab by the thread that frees into it (another arena's slab:
+ * its blocks kept like any remote block), and the trim of free
  * big blocks, and the purger's idle reclaim of a parked thread's empty
  * slabs, and a rarely used class borrowing blocks from the class of twice
  * its size, and an exited thread's empty slabs kept for the next thread.
@@ -314,6 +315,56 @@ START_TEST(abandoned_slab_is_adopted_by_a_freeing_thread)
         xa_test_free(keep[i]);
     xa_test_free(own);
     assert_clean();
+}
+END_TEST
+
+/* An exited thread's slab of another arena cannot become the freeing
+ * thread's: its blocks are kept in the freeing thread's foreign stack, as
+ * any other thread's blocks are (larson's successor threads, bound to
+ * other arenas than the threads they replace), and the slab stays
+ * abandoned in its arena. Returns the slab; keep[] holds its 8 blocks. */
+static xa_slab *abandoned_in_other_arena(void *keep[8])
+{
+    setenv("XALLOC_CONF", "arenas:2", 1);
+    void *own = xa_test_malloc(100); /* this thread's heap: one arena */
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, allocate_and_exit, keep), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0); /* the idle arena: the other one */
+    xa_slab *s = slab_of(keep[0]);
+    xa_heap *h = xa_tls_heap;
+    ck_assert(s->in_full & XA_SLAB_ABANDONED);
+    ck_assert_ptr_ne(xa_chunk_of(s)->arena, h->arena);
+    xa_test_free(own);
+    return s;
+}
+
+START_TEST(abandoned_slab_of_another_arena_is_kept_like_a_remote_block)
+{
+    void *keep[8];
+    xa_slab *s = abandoned_in_other_arena(keep);
+    xa_heap *h = xa_tls_heap;
+    xa_slab *f = xa_heap_foreign(h, s->cls);
+    for (int i = 0; i < 8; i++) {
+        xa_test_free(keep[i]);
+        /* Pushed onto the stack (the first free of the class sets it up
+         * in the slow path; the others take the fast path). */
+        ck_assert_ptr_eq((void *)f->free, keep[i]);
+        ck_assert_uint_eq(f->reserved, (unsigned)i + 1);
+        ck_assert_ptr_null(s->heap);
+        ck_assert(s->in_full & XA_SLAB_ABANDONED);
+    }
+    /* Still in use in its slab until this thread's stack hands them on. */
+    ck_assert_uint_eq(xa_slab_used(s), 8);
+    assert_clean();
+}
+END_TEST
+
+START_TEST(double_free_of_a_kept_abandoned_block_is_reported)
+{
+    void *keep[8];
+    abandoned_in_other_arena(keep);
+    xa_test_free(keep[3]);
+    xa_test_free(keep[3]);
 }
 END_TEST
 
@@ -801,6 +852,8 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, holes_are_used_before_a_new_page_is_carved);
     tcase_add_test(tc, full_foreign_stack_keeps_its_blocks_and_exit_returns_them);
     tcase_add_test(tc, abandoned_slab_is_adopted_by_a_freeing_thread);
+    tcase_add_test(tc, abandoned_slab_of_another_arena_is_kept_like_a_remote_block);
+    tcase_add_test_raise_signal(tc, double_free_of_a_kept_abandoned_block_is_reported, SIGABRT);
     tcase_add_test(tc, exited_thread_empty_slab_is_kept_for_the_next_thread);
     tcase_add_loop_test(tc, no_warm_slab_with_decay_0_or_tcache_off, 0, 2);
     tcase_add_test(tc, trim_spares_pages_shared_with_neighbours);
