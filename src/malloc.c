@@ -205,7 +205,7 @@ XA_FAST_PATH void *malloc_inline(size_t size)
      * mode); bigger ones go out of line. The slow path sets errno itself,
      * so both calls are tail calls. */
     if (xa_likely(size <= fast_table_max))
-        return xa_heap_malloc_class(xa_tls_heap, xa_class_of_small[(size + 15) >> 4]);
+        return xa_heap_malloc_class(xa_tls_heap, xa_class_of_small[size]);
     return malloc_other(size);
 }
 

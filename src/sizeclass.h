@@ -35,7 +35,11 @@ struct xa_class_info {
 /* The tables are constants (usable before init, shared read-only by
  * every thread); check_sizeclass verifies them against the rules below. */
 extern const struct xa_class_info xa_classes[XA_NCLASSES];
-extern const uint8_t xa_class_of_small[(1024 >> 4) + 1];
+/* Class of each request size up to 1024, indexed by the size itself:
+ * malloc's lookup is one load, with no rounding of the size first (two
+ * instructions fewer than a table of 16-byte steps). 1 KiB of constants,
+ * of which a program reads the lines of the sizes it asks for. */
+extern const uint8_t xa_class_of_small[1024 + 1];
 /* Requests up to this size find their class in a table (two loads, no bit
  * scan): the second table covers 1025..32768 in 128-byte steps. */
 #define XA_MEDIUM_TABLE_MAX ((size_t)32768)
@@ -66,7 +70,7 @@ XA_FAST_PATH unsigned xa_size_class_above_1k(size_t size)
 XA_FAST_PATH unsigned xa_size_class(size_t size)
 {
     if (xa_likely(size <= 1024))
-        return xa_class_of_small[(size + 15) >> 4];
+        return xa_class_of_small[size];
     return xa_size_class_above_1k(size);
 }
 

@@ -30,7 +30,7 @@ int main(void)
                (unsigned long long)(UINT64_MAX / size + 1));
     }
     printf("};\n\n");
-    lookup_table("xa_class_of_small", "(1024 >> 4) + 1", (1024 >> 4) + 1, 16, 0);
+    lookup_table("xa_class_of_small", "1024 + 1", 1024 + 1, 1, 0);
     lookup_table("xa_class_of_medium", "(XA_MEDIUM_TABLE_MAX >> 7) + 1",
                  (XA_MEDIUM_TABLE_MAX >> 7) + 1, 128, 1025);
     return 0;
