@@ -728,8 +728,8 @@ static XA_NOINLINE size_t usable_other(void *p)
  * reports an interior pointer. The free path of ordinary blocks thus has
  * no profiling test at all, and a sampled free needs no table lookup.
  * Anything else (big blocks, and the few requests within off bytes of the
- * largest class) is a large or huge block entered in the table of
- * sampled blocks, consulted by the big blocks' free path only. */
+ * largest class) is a large or huge block whose record is kept in its
+ * descriptor (prof_big_slot), read by the big blocks' free path only. */
 
 typedef struct prof_hdr {
     void *rec;    /* the sample record, or NULL (none could be made) */
@@ -806,17 +806,46 @@ static void *prof_untag_free(prof_hdr *hd, char *b)
     return rec;
 }
 
-/* True when p is a block of a slab (not large, not huge). Pre: p valid. */
-static bool prof_in_slab(void *p)
+/* Where big block p of chunk c keeps its record: a large run's own
+ * descriptor, a huge block's in slabs[1] of its header (slabs[0] is the
+ * chunk's fields, slabs[1] describes nothing in a huge chunk); NULL when p
+ * is no big block's user pointer (a slab's block, a parked run). */
+static void **prof_big_slot(xa_chunk *c, void *p)
 {
+    if ((uintptr_t)p - (uintptr_t)c < XA_CHUNK_SIZE) {
+        xa_slab *s = xa_run_of(c, p);
+        if (s->kind == XA_RUN_LARGE && p == xa_unit_addr(c, s->first_unit) && !s->in_full)
+            return &s->prof_rec;
+    }
+    if (c->slabs[0].kind == XA_RUN_HUGE && p == c->huge_ptr)
+        return &c->slabs[1].prof_rec;
+    return NULL;
+}
+
+/* prof_big_slot of a block this thread just got (NULL: a slab block). */
+static void **prof_new_big_slot(void *p)
+{
+    if (xa_region_of(p) != XA_REGION_HUGE) { /* (a chunk of runs: no lookup) */
+        xa_chunk *c = xa_chunk_of(p);
+        xa_slab *s = xa_run_of(c, p);
+        return s->kind == XA_RUN_LARGE && p == xa_unit_addr(c, s->first_unit) ? &s->prof_rec
+                                                                                : NULL;
+    }
     xa_chunk *c = xa_chunkmap_lookup(p);
-    return c && (uintptr_t)p - (uintptr_t)c < XA_CHUNK_SIZE &&
-           xa_run_of(c, p)->kind == XA_RUN_SMALL;
+    return c ? prof_big_slot(c, p) : NULL;
+}
+
+/* Puts back taken record rec for big block q of size bytes (released
+ * when q is no big block, which realloc's paths to it never give). */
+static void prof_put_big(void *rec, void *q, size_t size)
+{
+    void **slot = prof_new_big_slot(q);
+    xa_prof_sample_put(rec, slot ? q : NULL, size, slot);
 }
 
 /* A sampled block: its user pointer (NULL with errno set when out of
- * memory), and where its record goes: the header's slot, or NULL for a
- * big block (the table). Returned in registers: no local of the caller
+ * memory), and where its record goes: the header's slot or the big
+ * block's descriptor's. Returned in registers: no local of the caller
  * has its address taken, which would keep it from tail calls. */
 typedef struct prof_placed {
     void *p;
@@ -861,7 +890,7 @@ static prof_placed prof_block(size_t size, size_t align, bool zero)
         if (zero)
             memset(p, 0, size);
     }
-    return (prof_placed){p, NULL};
+    return (prof_placed){p, p ? prof_new_big_slot(p) : NULL};
 }
 
 /* A sampled allocation, recorded. Inline: every frame between the entry
@@ -869,8 +898,8 @@ static prof_placed prof_block(size_t size, size_t align, bool zero)
 static inline __attribute__((always_inline)) void *prof_alloc(size_t size, size_t align, bool zero)
 {
     prof_placed b = prof_block(size, align, zero);
-    if (!b.p)
-        return NULL;
+    if (!b.slot) /* (a big block always has one) */
+        return b.p;
     /* A tail call: the frames above the program's are the entry point's
      * and the recorder's, as for any sample. */
     return xa_prof_sample_record(b.p, size, b.slot);
@@ -895,7 +924,7 @@ static XA_NOINLINE void *aligned_sampled(size_t align, size_t size)
 }
 
 /* free_generic's hook: frees p when it is a tagged block; takes a sampled
- * big block out of the table before it is freed. */
+ * big block's record out of the profile before it is freed. */
 static bool free_prof(xa_chunk *c, void *p)
 {
     char *b;
@@ -907,8 +936,12 @@ static bool free_prof(xa_chunk *c, void *p)
             xa_prof_sample_drop(rec);
         return true;
     }
-    if (xa_prof_maybe_sampled(p))
-        xa_prof_free_slow(p);
+    void **slot = prof_big_slot(c, p);
+    void *rec;
+    if (slot && *slot && (rec = xa_prof_sample_of(slot, p)) != NULL) {
+        *slot = NULL;
+        xa_prof_sample_drop(rec);
+    }
     return false;
 }
 
@@ -945,13 +978,15 @@ static void *prof_move(void *p, size_t old, size_t size, void *rec, prof_hdr *hd
     void *q = nb.p;
     if (!q)
         return NULL;
+    if (!nb.slot)
+        nb.slot = prof_new_big_slot(q);
     memcpy(q, p, old < size ? old : size);
     if (hd)
         prof_untag_free(hd, b);
     else
-        free_inline(p); /* (out of the table already) */
+        free_inline(p); /* (its record taken already) */
     if (rec)
-        xa_prof_sample_put(rec, q, size, nb.slot);
+        xa_prof_sample_put(rec, nb.slot ? q : NULL, size, nb.slot);
     return q;
 }
 
@@ -969,15 +1004,16 @@ static XA_NOINLINE void *realloc_prof(void *p, size_t size)
         if (rs->kind == XA_RUN_SMALL && xa_slab_is_block(rs, p))
             return realloc_counted(p, size, rs->block_size);
         if (rs->kind == XA_RUN_LARGE && p == xa_unit_addr(rc, rs->first_unit) && !rs->in_full) {
-            if (!xa_prof_maybe_sampled(p))
+            void *rec = rs->prof_rec ? xa_prof_sample_of(&rs->prof_rec, p) : NULL;
+            if (!rec)
                 return realloc_counted(p, size, (size_t)rs->units << XA_UNIT_SHIFT);
             if (size > REALLOC_RUN_MIN && size <= XA_LARGE_MAX &&
                 ((size + XA_UNIT_SIZE - 1) >> XA_UNIT_SHIFT) == rs->units) {
                 /* A sampled run keeping its units (a buffer grown by small
                  * steps): realloc_impl only notes the new size, and the
-                 * record stays in the table with it. */
+                 * record stays in the descriptor with it. */
                 void *q = realloc_impl(p, size);
-                xa_prof_sample_resize(p, size);
+                xa_prof_sample_resize(rec, size);
                 return q;
             }
         }
@@ -1019,8 +1055,11 @@ static XA_NOINLINE void *realloc_prof(void *p, size_t size)
                     ((size + XA_UNIT_SIZE - 1) >> XA_UNIT_SHIFT) == (old >> XA_UNIT_SHIFT) &&
                     (uintptr_t)p - (uintptr_t)c < XA_CHUNK_SIZE &&
                     xa_run_of(c, p)->kind == XA_RUN_LARGE;
-    void *taken = xa_prof_realloc_take(p);
+    void **slot = prof_big_slot(c, p);
+    void *taken = slot && *slot ? xa_prof_sample_of(slot, p) : NULL;
     if (taken) { /* a sampled big block */
+        *slot = NULL;
+        xa_prof_sample_take(taken);
         void *q;
         if (size == 0) {
             free_inline(p);
@@ -1029,14 +1068,17 @@ static XA_NOINLINE void *realloc_prof(void *p, size_t size)
         }
         if (size > XA_SMALL_MAX || (!junk && (run_kept || prof_grows_as_run(old, size)))) {
             q = realloc_impl(p, size);
-            xa_prof_sample_put(taken, q ? q : p, q ? size : SIZE_MAX, NULL);
+            if (q)
+                prof_put_big(taken, q, size);
+            else
+                xa_prof_sample_put(taken, p, SIZE_MAX, slot);
             return q;
         }
         if (h != &xa_heap_empty)
             h->nrealloc++;
         q = prof_move(p, old, size, taken, NULL, NULL);
         if (!q)
-            xa_prof_sample_put(taken, p, SIZE_MAX, NULL);
+            xa_prof_sample_put(taken, p, SIZE_MAX, slot);
         return q;
     }
     return realloc_counted(p, size, old);
@@ -1056,9 +1098,9 @@ static void *realloc_counted(void *p, size_t size, size_t old)
     if (xa_likely(!xa_prof_sample_due(usable > old ? usable - old : 0)) ||
         !xa_prof_sample_begin())
         return q;
-    if (!prof_in_slab(q)) {
-        return xa_prof_sample_record(q, size, NULL);
-    }
+    void **slot = prof_new_big_slot(q);
+    if (slot)
+        return xa_prof_sample_record(q, size, slot);
     /* A slab block cannot be sampled where it is: move it. */
     int saved_errno = errno;
     void *t = prof_alloc(size, 16, false);
