@@ -759,15 +759,17 @@ static prof_hdr *prof_tagged(xa_chunk *c, void *p, const char *fn, char **block,
     if ((uintptr_t)p - (uintptr_t)c >= XA_CHUNK_SIZE || ((uintptr_t)p & 15) != 0)
         return NULL;
     xa_slab *s = xa_run_of(c, p);
-    /* (A block boundary is never tagged: one multiply, not a division.) */
-    if (s->kind != XA_RUN_SMALL || xa_slab_is_block(s, p))
+    if (s->kind != XA_RUN_SMALL)
         return NULL;
-    uintptr_t rel = (uintptr_t)p - (uintptr_t)s->start;
-    if (rel >= (uintptr_t)s->capacity * s->block_size)
+    /* xa_slab_is_block's multiply gives the block's index too (exact:
+     * rel < 2 MiB, blocks at most 256 KiB): no division. A block
+     * boundary (fraction 0) is never tagged. */
+    uint64_t rel = (uint32_t)((uintptr_t)p - (uintptr_t)s->start);
+    unsigned __int128 m = (unsigned __int128)rel * s->div_magic;
+    uint64_t idx = (uint64_t)(m >> 64);
+    if ((uint64_t)m < s->div_magic || idx >= s->capacity)
         return NULL;
-    uintptr_t in = rel % s->block_size;
-    if (in == 0)
-        return NULL;
+    uintptr_t in = rel - idx * s->block_size;
     char *b = (char *)p - in;
     prof_hdr *hd = prof_header_of(p);
     if (hd->tag != prof_tag(p)) {

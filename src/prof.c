@@ -103,9 +103,9 @@ static uint64_t rng_next(void)
 
 /* An exponentially distributed distance of mean rate bytes (at least 1). */
 static xa_prof_ln_entry ln_table[XA_PROF_LN_BUCKETS]; /* set at boot */
-static double rate_d;                                   /* rate, as a double */
+static double rate_d, inv_rate_d;                       /* rate, 1 / rate */
 
-static int64_t next_distance(void)
+static inline __attribute__((always_inline)) int64_t next_distance(void)
 {
     double d = xa_prof_neg_ln_unit(ln_table, (rng_next() >> 11) + 1) * rate_d;
     if (d < 1.0)
@@ -126,11 +126,10 @@ static void thread_setup(void)
 /* Bytes a sample of size bytes stands for: size / P(sampled). */
 static uint64_t estimate(uint64_t size)
 {
-    double p = xa_prof_one_minus_exp_neg((double)size / (double)rate);
-    if (p <= 0.0)
-        return (uint64_t)rate;
-    double e = (double)size / p;
-    return e > 1.8e19 ? UINT64_MAX / 2 : (uint64_t)e;
+    double x = (double)size * inv_rate_d;
+    if (x >= 40.0)
+        return size; /* (P is 1 to the last bit) */
+    return (uint64_t)(xa_prof_size_over_p(x) * rate_d);
 }
 
 /* The last size estimated and its estimate (prof_lock held): a program
@@ -453,9 +452,11 @@ static inline void pt_sum_add(pt_slot *sl, int c, uint64_t v)
     __atomic_store_n(&sl->sum[c], sl->sum[c] + v, __ATOMIC_RELAXED);
 }
 
-/* Slot sl of t, of another stack, folded and taken over for stack st. */
+/* Slot sl of t, of another stack, folded and taken over for stack st
+ * (errno kept: see xa_prof_sample_record). */
 static XA_NOINLINE pt_slot *pt_slot_take(pthr *t, pt_slot *sl, xa_prof_stack *st)
 {
+    int saved_errno = errno;
     xa_lock_acquire(&prof_lock);
     if (sl->stack)
         pt_fold_slot(sl, sl->sum); /* (only the owner writes sum) */
@@ -467,6 +468,7 @@ static XA_NOINLINE pt_slot *pt_slot_take(pthr *t, pt_slot *sl, xa_prof_stack *st
     sl->stack = st;
     pt_write_end(t);
     xa_lock_release(&prof_lock);
+    errno = saved_errno;
     return sl;
 }
 
@@ -602,13 +604,14 @@ static void sc_remember(uintptr_t ra, uintptr_t anchor, const uintptr_t *raw, un
     (void)xa_sc_fill(e, ra, anchor, top, raw, used, st);
 }
 
-/* A record of small block p (size bytes, stack st) counted in t's tally,
+/* A record of block p (size bytes, stack st) counted in t's tally,
  * without prof_lock while t has a free record; NULL when metadata memory
- * ran out. */
+ * ran out. Keeps errno. */
 static sample *pt_record(pthr *t, void *p, uint64_t size, xa_prof_stack *st)
 {
     sample *r = t->recs;
     if (xa_unlikely(!r)) {
+        int saved_errno = errno;
         xa_lock_acquire(&prof_lock);
         for (unsigned i = 0; i < PT_RECS_BATCH && free_samples; i++) {
             r = free_samples;
@@ -620,6 +623,7 @@ static sample *pt_record(pthr *t, void *p, uint64_t size, xa_prof_stack *st)
         xa_lock_release(&prof_lock);
         if (!t->recs) {
             sample *v = xa_meta_alloc(PT_RECS_BATCH * sizeof *v, 16);
+            errno = saved_errno;
             if (!v)
                 return NULL;
             for (unsigned i = 0; i < PT_RECS_BATCH; i++) {
@@ -628,6 +632,7 @@ static sample *pt_record(pthr *t, void *p, uint64_t size, xa_prof_stack *st)
             }
             t->nrecs = PT_RECS_BATCH;
         }
+        errno = saved_errno;
         r = t->recs;
     }
     t->recs = r->next;
@@ -686,14 +691,24 @@ static void record_locked(void *p, size_t size, void **slot, xa_prof_stack *st,
 
 XA_PROF_PATH void *xa_prof_sample_record(void *p, size_t size, void **slot)
 {
-    int saved_errno = errno;
     guard = true;
     /* The key of the stack cache: this frame (where it lies decides where
      * every outer frame's return address is saved) and its caller. */
     uintptr_t anchor = (uintptr_t)__builtin_frame_address(0);
     uintptr_t ra = (uintptr_t)__builtin_return_address(0);
     pthr *t = pt_tls;
-    xa_prof_stack *st = NULL;
+    xa_prof_stack *st;
+    /* The common case, a stack the cache knows, makes no system call
+     * (pt_record keeps errno on its rare ones): errno is not saved, which
+     * cost two calls of __errno_location. */
+    if (xa_likely(t > PT_DEAD) && xa_likely(pt_tally) &&
+        (st = xa_sc_lookup(xa_sc_slot(&t->sc, ra, anchor), ra, anchor)) != NULL) {
+        *slot = pt_record(t, p, size, st);
+        guard = false;
+        return p;
+    }
+    int saved_errno = errno;
+    st = NULL;
     /* A thread's first sample takes the record an exited thread left on
      * this stack, if one is free: its cache may know the stack already. */
     if (xa_unlikely(!t) && pt_key_made && __atomic_load_n(&pt_free, __ATOMIC_RELAXED))
@@ -847,6 +862,7 @@ void xa_prof_boot(void)
     if (xa_opt.prof) {
         rate = xa_opt.prof_sample ? xa_opt.prof_sample : 1;
         rate_d = (double)rate;
+        inv_rate_d = 1.0 / rate_d;
         xa_prof_ln_table_init(ln_table);
         stack_bits = STACK_BITS_MIN;
         stack_buckets = xa_meta_alloc(sizeof *stack_buckets << stack_bits, 64);
