@@ -994,20 +994,35 @@ static void *prof_move(void *p, size_t old, size_t size, void *rec, prof_hdr *hd
 
 /* realloc with prof:true: sampled blocks stay sampled; an ordinary block
  * counts its growth against the sample distance (see prof.h). */
-static void *realloc_counted(void *p, size_t size, size_t old);
+static XA_NOINLINE void *realloc_counted(void *p, size_t size, size_t old);
+static XA_NOINLINE void *realloc_prof_slow(void *p, size_t size);
 static XA_NOINLINE void *realloc_prof(void *p, size_t size)
 {
     /* The common case first, without the general lookups: a slab's block
-     * at a boundary (a tagged block never is) or a large run not in the
-     * sampled table. */
+     * at a boundary (a tagged block never is) or a large run with no
+     * record. Every way out is a tail call: no frame of its own. */
     if (xa_likely(xa_region_of(p) == XA_REGION_RUNS) && size != 0) {
         xa_chunk *rc = xa_chunk_of(p);
         xa_slab *rs = xa_run_of(rc, p);
         if (rs->kind == XA_RUN_SMALL && xa_slab_is_block(rs, p))
             return realloc_counted(p, size, rs->block_size);
+        if (rs->kind == XA_RUN_LARGE && p == xa_unit_addr(rc, rs->first_unit) && !rs->in_full &&
+            !rs->prof_rec)
+            return realloc_counted(p, size, (size_t)rs->units << XA_UNIT_SHIFT);
+    }
+    return realloc_prof_slow(p, size);
+}
+
+/* realloc_prof's other cases: sampled blocks, and pointers it does not
+ * recognise at once (huge blocks, bad pointers, before init). */
+static XA_NOINLINE void *realloc_prof_slow(void *p, size_t size)
+{
+    if (xa_likely(xa_region_of(p) == XA_REGION_RUNS) && size != 0) {
+        xa_chunk *rc = xa_chunk_of(p);
+        xa_slab *rs = xa_run_of(rc, p);
         if (rs->kind == XA_RUN_LARGE && p == xa_unit_addr(rc, rs->first_unit) && !rs->in_full) {
             void *rec = rs->prof_rec ? xa_prof_sample_of(&rs->prof_rec, p) : NULL;
-            if (!rec)
+            if (!rec) /* (a stale record) */
                 return realloc_counted(p, size, (size_t)rs->units << XA_UNIT_SHIFT);
             if (size > REALLOC_RUN_MIN && size <= XA_LARGE_MAX &&
                 ((size + XA_UNIT_SIZE - 1) >> XA_UNIT_SHIFT) == rs->units) {
@@ -1088,13 +1103,16 @@ static XA_NOINLINE void *realloc_prof(void *p, size_t size)
 
 /* realloc of p, an unsampled block of old usable bytes, counting its
  * growth against the sample distance. */
-static void *realloc_counted(void *p, size_t size, size_t old)
+static XA_NOINLINE void *realloc_counted(void *p, size_t size, size_t old)
 {
-    void *q = realloc_impl(p, size);
     /* Usable sizes on both sides: growth inside a size class is free, a
      * move to the next class counts the whole step. A request within the
-     * old usable size never gets more (no second lookup). */
-    if (!q || size <= old)
+     * old usable size never gets more (no second lookup, and a tail
+     * call). */
+    if (size <= old)
+        return realloc_impl(p, size);
+    void *q = realloc_impl(p, size);
+    if (!q)
         return q;
     size_t usable = API(malloc_usable_size)(q);
     if (xa_likely(!xa_prof_sample_due(usable > old ? usable - old : 0)) ||
