@@ -71,8 +71,11 @@ typedef struct sample {
 static xa_lock prof_lock = XA_LOCK_INIT(XA_RANK_PROF);
 static bool booted;        /* xa_prof_boot() ran (either way) */
 static bool enabled;       /* prof:true at boot and the tables exist */
-static bool ctor_done;     /* the library's constructor ran: libc is up */
-static bool forked_child;  /* this process is a fork child: never unwind */
+/* Why no allocation may be sampled now, whatever the thread (one byte
+ * for the sample's one test): */
+#define HELD_BY_CTOR 1u   /* the library's constructor has not run: libc may not be up */
+#define HELD_BY_FORK 2u   /* this process is a fork child: never unwind */
+static uint8_t held = HELD_BY_CTOR;
 static uint64_t rate;      /* prof_sample at boot */
 static xa_prof_stack **stack_buckets;
 static unsigned stack_bits;
@@ -124,7 +127,7 @@ static void thread_setup(void)
 }
 
 /* Bytes a sample of size bytes stands for: size / P(sampled). */
-static uint64_t estimate(uint64_t size)
+static inline uint64_t estimate(uint64_t size)
 {
     double x = (double)size * inv_rate_d;
     if (x >= 40.0)
@@ -299,6 +302,13 @@ static void maybe_interval_dump(void)
 
 XA_PROF_PATH bool xa_prof_sample_begin(void)
 {
+    /* A thread is ready only once the module is booted and enabled: one
+     * test for the three on every sample. */
+    if (xa_likely(thread_ready)) {
+        xa_prof_left = next_distance();
+        return !guard && !__atomic_load_n(&held, __ATOMIC_ACQUIRE) &&
+               __atomic_load_n(&xa_opt.prof_active, __ATOMIC_RELAXED);
+    }
     if (!__atomic_load_n(&booted, __ATOMIC_ACQUIRE)) {
         xa_prof_left = PRE_BOOT_DISTANCE;
         return false;
@@ -307,16 +317,10 @@ XA_PROF_PATH bool xa_prof_sample_begin(void)
         xa_prof_left = NEVER;
         return false;
     }
-    if (!thread_ready) {
-        /* The first crossing of a thread only arms its counter. */
-        thread_setup();
-        xa_prof_left = next_distance();
-        return false;
-    }
+    /* The first crossing of a thread only arms its counter. */
+    thread_setup();
     xa_prof_left = next_distance();
-    return !guard && __atomic_load_n(&ctor_done, __ATOMIC_ACQUIRE) &&
-           !__atomic_load_n(&forked_child, __ATOMIC_RELAXED) &&
-           __atomic_load_n(&xa_opt.prof_active, __ATOMIC_RELAXED);
+    return false;
 }
 
 /* ---- thread records: stack cache, sample records, tally ----
@@ -452,6 +456,12 @@ static inline void pt_sum_add(pt_slot *sl, int c, uint64_t v)
     __atomic_store_n(&sl->sum[c], sl->sum[c] + v, __ATOMIC_RELAXED);
 }
 
+/* Where t tallies stack st (direct-mapped: it may hold another stack). */
+static inline pt_slot *pt_slot_at(pthr *t, xa_prof_stack *st)
+{
+    return &t->slot[((uint64_t)(uintptr_t)st * 0x9e3779b97f4a7c15ULL) >> 60];
+}
+
 /* Slot sl of t, of another stack, folded and taken over for stack st
  * (errno kept: see xa_prof_sample_record). */
 static XA_NOINLINE pt_slot *pt_slot_take(pthr *t, pt_slot *sl, xa_prof_stack *st)
@@ -475,7 +485,7 @@ static XA_NOINLINE pt_slot *pt_slot_take(pthr *t, pt_slot *sl, xa_prof_stack *st
 /* t's slot for stack st. */
 static inline pt_slot *pt_slot_for(pthr *t, xa_prof_stack *st)
 {
-    pt_slot *sl = &t->slot[((uint64_t)(uintptr_t)st * 0x9e3779b97f4a7c15ULL) >> 60];
+    pt_slot *sl = pt_slot_at(t, st);
     return xa_likely(sl->stack == st) ? sl : pt_slot_take(t, sl, st);
 }
 
@@ -605,8 +615,35 @@ static void sc_remember(uintptr_t ra, uintptr_t anchor, const uintptr_t *raw, un
 }
 
 /* A record of block p (size bytes, stack st) counted in t's tally,
- * without prof_lock while t has a free record; NULL when metadata memory
- * ran out. Keeps errno. */
+ * without prof_lock while t has a free record and a slot of st; NULL
+ * when metadata memory ran out. Keeps errno. */
+/* Record r, t's first free one, made for block p (size bytes, stack st)
+ * and counted in t's slot sl of st. No call: the sample's common case
+ * (xa_prof_sample_record) runs it with no frame to save registers in. */
+static inline __attribute__((always_inline)) void pt_fill(pthr *t, pt_slot *sl, sample *r,
+                                                          void *p, uint64_t size,
+                                                          xa_prof_stack *st)
+{
+    t->recs = r->next;
+    t->nrecs--;
+    if (size != t->est_size) {
+        t->est = estimate(size);
+        t->est_size = size;
+    }
+    r->next = NULL;
+    r->ptr = p;
+    r->stack = st;
+    r->size = size;
+    r->est = t->est;
+    pt_write_begin(t);
+    pt_sum_add(sl, C_LIVE_COUNT, 1);
+    pt_sum_add(sl, C_LIVE_BYTES, size);
+    pt_sum_add(sl, C_LIVE_EST, r->est);
+    pt_sum_add(sl, C_ALLOC_COUNT, 1);
+    pt_sum_add(sl, C_ALLOC_BYTES, size);
+    pt_write_end(t);
+}
+
 static sample *pt_record(pthr *t, void *p, uint64_t size, xa_prof_stack *st)
 {
     sample *r = t->recs;
@@ -635,25 +672,7 @@ static sample *pt_record(pthr *t, void *p, uint64_t size, xa_prof_stack *st)
         errno = saved_errno;
         r = t->recs;
     }
-    t->recs = r->next;
-    t->nrecs--;
-    if (size != t->est_size) {
-        t->est = estimate(size);
-        t->est_size = size;
-    }
-    r->next = NULL;
-    r->ptr = p;
-    r->stack = st;
-    r->size = size;
-    r->est = t->est;
-    pt_slot *sl = pt_slot_for(t, st);
-    pt_write_begin(t);
-    pt_sum_add(sl, C_LIVE_COUNT, 1);
-    pt_sum_add(sl, C_LIVE_BYTES, size);
-    pt_sum_add(sl, C_LIVE_EST, r->est);
-    pt_sum_add(sl, C_ALLOC_COUNT, 1);
-    pt_sum_add(sl, C_ALLOC_BYTES, size);
-    pt_write_end(t);
+    pt_fill(t, pt_slot_for(t, st), r, p, size, st);
     return r;
 }
 
@@ -689,26 +708,16 @@ static void record_locked(void *p, size_t size, void **slot, xa_prof_stack *st,
     *interned = st;
 }
 
-XA_PROF_PATH void *xa_prof_sample_record(void *p, size_t size, void **slot)
+/* xa_prof_sample_record's other cases (guard set): a thread's first
+ * sample, a stack the cache does not know (the unwind), the locked
+ * record of prof_interval. Its own function: the common case then needs
+ * neither its frame nor the registers it saves. (ra, anchor): the
+ * caller's key; its unwind starts at the frame that returns to ra. */
+static XA_NOINLINE void record_miss(void *p, size_t size, void **slot, pthr *t, uintptr_t ra,
+                                    uintptr_t anchor)
 {
-    guard = true;
-    /* The key of the stack cache: this frame (where it lies decides where
-     * every outer frame's return address is saved) and its caller. */
-    uintptr_t anchor = (uintptr_t)__builtin_frame_address(0);
-    uintptr_t ra = (uintptr_t)__builtin_return_address(0);
-    pthr *t = pt_tls;
-    xa_prof_stack *st;
-    /* The common case, a stack the cache knows, makes no system call
-     * (pt_record keeps errno on its rare ones): errno is not saved, which
-     * cost two calls of __errno_location. */
-    if (xa_likely(t > PT_DEAD) && xa_likely(pt_tally) &&
-        (st = xa_sc_lookup(xa_sc_slot(&t->sc, ra, anchor), ra, anchor)) != NULL) {
-        *slot = pt_record(t, p, size, st);
-        guard = false;
-        return p;
-    }
     int saved_errno = errno;
-    st = NULL;
+    xa_prof_stack *st = NULL;
     /* A thread's first sample takes the record an exited thread left on
      * this stack, if one is free: its cache may know the stack already. */
     if (xa_unlikely(!t) && pt_key_made && __atomic_load_n(&pt_free, __ATOMIC_RELAXED))
@@ -723,7 +732,7 @@ XA_PROF_PATH void *xa_prof_sample_record(void *p, size_t size, void **slot)
     } else {
         uintptr_t raw[XA_PROF_RAW_MAX], pcs[XA_PROF_MAX_DEPTH];
         unsigned n = xa_prof_backtrace_raw(raw, XA_PROF_RAW_MAX);
-        /* raw[] starts in the walk's own frames, below this one. */
+        /* raw[] starts in the walk's own frames, below the caller's. */
         unsigned j = 0;
         while (j < n && raw[j] != ra)
             j++;
@@ -738,6 +747,33 @@ XA_PROF_PATH void *xa_prof_sample_record(void *p, size_t size, void **slot)
     maybe_interval_dump();
     guard = false;
     errno = saved_errno;
+}
+
+XA_PROF_PATH void *xa_prof_sample_record(void *p, size_t size, void **slot)
+{
+    guard = true;
+    /* The key of the stack cache: this frame (where it lies decides where
+     * every outer frame's return address is saved) and its caller. */
+    uintptr_t anchor = (uintptr_t)__builtin_frame_address(0);
+    uintptr_t ra = (uintptr_t)__builtin_return_address(0);
+    pthr *t = pt_tls;
+    xa_prof_stack *st;
+    /* The common case: a stack the cache knows, a free record at hand
+     * and the stack's tally slot: no call, no lock, and errno is not
+     * saved (two calls of __errno_location). */
+    if (xa_likely(t > PT_DEAD) && xa_likely(pt_tally) &&
+        (st = xa_sc_lookup(xa_sc_slot(&t->sc, ra, anchor), ra, anchor)) != NULL) {
+        sample *r = t->recs;
+        pt_slot *sl = pt_slot_at(t, st);
+        if (xa_likely(r != NULL && sl->stack == st)) {
+            pt_fill(t, sl, r, p, size, st);
+            *slot = r;
+            guard = false;
+            return p;
+        }
+    }
+    /* (Not a tail call: this frame, the anchor, stays where it is.) */
+    record_miss(p, size, slot, t, ra, anchor);
     return p;
 }
 
@@ -905,7 +941,7 @@ void xa_prof_fork_child(void)
         if (t != pt_tls)
             t->seq &= ~1u;
     xa_prof_dump_fork_child();
-    __atomic_store_n(&forked_child, true, __ATOMIC_RELAXED);
+    __atomic_fetch_or(&held, HELD_BY_FORK, __ATOMIC_RELAXED);
 }
 
 /* ---- process start and exit ---- */
@@ -914,7 +950,7 @@ void xa_prof_fork_child(void)
  * libunwind): from here on unwinding is safe. Nothing is unwound before. */
 __attribute__((constructor)) static void prof_ctor(void)
 {
-    __atomic_store_n(&ctor_done, true, __ATOMIC_RELEASE);
+    __atomic_fetch_and(&held, (uint8_t)~HELD_BY_CTOR, __ATOMIC_RELEASE);
 }
 
 __attribute__((destructor)) static void prof_dtor(void)
