@@ -754,12 +754,20 @@ static inline prof_hdr *prof_header_of(void *user)
  * chunk c (its block start in *block, its slab in *slab); NULL when it is
  * not one. p at a power-of-two offset in a freed block is a second free
  * (or realloc) of a sampled block: reported as such (fn). */
+static prof_hdr *prof_tagged_in(xa_slab *s, void *p, const char *fn, char **block);
 static prof_hdr *prof_tagged(xa_chunk *c, void *p, const char *fn, char **block, xa_slab **slab)
 {
-    if ((uintptr_t)p - (uintptr_t)c >= XA_CHUNK_SIZE || ((uintptr_t)p & 15) != 0)
+    if ((uintptr_t)p - (uintptr_t)c >= XA_CHUNK_SIZE)
         return NULL;
     xa_slab *s = xa_run_of(c, p);
-    if (s->kind != XA_RUN_SMALL)
+    *slab = s;
+    return s->kind == XA_RUN_SMALL ? prof_tagged_in(s, p, fn, block) : NULL;
+}
+
+/* prof_tagged for p in small slab s. */
+static prof_hdr *prof_tagged_in(xa_slab *s, void *p, const char *fn, char **block)
+{
+    if (((uintptr_t)p & 15) != 0)
         return NULL;
     /* xa_slab_is_block's multiply gives the block's index too (exact:
      * rel < 2 MiB, blocks at most 256 KiB): no division. A block
@@ -778,7 +786,6 @@ static prof_hdr *prof_tagged(xa_chunk *c, void *p, const char *fn, char **block,
         return NULL;
     }
     *block = b;
-    *slab = s;
     return hd;
 }
 
@@ -812,16 +819,18 @@ static void *prof_untag_free(prof_hdr *hd, char *b)
  * descriptor, a huge block's in slabs[1] of its header (slabs[0] is the
  * chunk's fields, slabs[1] describes nothing in a huge chunk); NULL when p
  * is no big block's user pointer (a slab's block, a parked run). */
+static void **prof_big_slot_in(xa_chunk *c, xa_slab *s, void *p);
 static void **prof_big_slot(xa_chunk *c, void *p)
 {
-    if ((uintptr_t)p - (uintptr_t)c < XA_CHUNK_SIZE) {
-        xa_slab *s = xa_run_of(c, p);
-        if (s->kind == XA_RUN_LARGE && p == xa_unit_addr(c, s->first_unit) && !s->in_full)
-            return &s->prof_rec;
-    }
-    if (c->slabs[0].kind == XA_RUN_HUGE && p == c->huge_ptr)
-        return &c->slabs[1].prof_rec;
-    return NULL;
+    return prof_big_slot_in(c, run_or_huge(c, p), p);
+}
+
+/* prof_big_slot, s being run_or_huge(c, p) (slabs[0] for a huge block). */
+static void **prof_big_slot_in(xa_chunk *c, xa_slab *s, void *p)
+{
+    if (s->kind == XA_RUN_LARGE)
+        return p == xa_unit_addr(c, s->first_unit) && !s->in_full ? &s->prof_rec : NULL;
+    return s->kind == XA_RUN_HUGE && p == c->huge_ptr ? &c->slabs[1].prof_rec : NULL;
 }
 
 /* prof_big_slot of a block this thread just got (NULL: a slab block). */
@@ -929,21 +938,22 @@ static XA_NOINLINE void *aligned_sampled(size_t align, size_t size)
  * big block's record out of the profile before it is freed. */
 static bool free_prof(xa_chunk *c, void *p)
 {
-    char *b;
-    xa_slab *s;
-    prof_hdr *hd = prof_tagged(c, p, "free", &b, &s);
-    if (hd) {
+    /* (One descriptor lookup for both kinds: a pointer past the chunk's
+     * first 2 MiB gets slabs[0], neither small nor large.) */
+    xa_slab *s = run_or_huge(c, p);
+    if (s->kind == XA_RUN_SMALL) {
+        char *b;
+        prof_hdr *hd = prof_tagged_in(s, p, "free", &b);
+        if (!hd)
+            return false;
         void *rec = prof_untag_free(hd, b);
         if (rec)
             xa_prof_sample_drop(rec);
         return true;
     }
-    void **slot = prof_big_slot(c, p);
-    void *rec;
-    if (slot && *slot && (rec = xa_prof_sample_of(slot, p)) != NULL) {
-        *slot = NULL;
-        xa_prof_sample_drop(rec);
-    }
+    void **slot = prof_big_slot_in(c, s, p);
+    if (slot && *slot)
+        xa_prof_sample_free(slot, p);
     return false;
 }
 

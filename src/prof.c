@@ -797,6 +797,15 @@ XA_PROF_PATH void *xa_prof_sample_of(void *const *slot, const void *p)
     return r && r->ptr == p ? r : NULL;
 }
 
+XA_PROF_PATH void xa_prof_sample_free(void **slot, const void *p)
+{
+    sample *r = *slot;
+    if (!r || r->ptr != p)
+        return;
+    *slot = NULL;
+    xa_prof_sample_drop(r);
+}
+
 XA_SLOW_PATH void *xa_prof_sample_take(void *rec)
 {
     xa_lock_acquire(&prof_lock);

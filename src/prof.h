@@ -81,6 +81,9 @@ XA_PROF_PATH void xa_prof_sample_drop(void *rec);
  * a released one none. The caller clears *slot when it takes the record.
  * Pre: the caller frees, moves or resizes p (no other thread can). */
 XA_PROF_PATH void *xa_prof_sample_of(void *const *slot, const void *p);
+/* Big block p is freed: its record, if *slot holds p's, leaves the
+ * profile and *slot is cleared. */
+XA_PROF_PATH void xa_prof_sample_free(void **slot, const void *p);
 
 /* ---- realloc ----
  * A block that grows by realloc counts only its growth against the sample
