@@ -874,12 +874,17 @@ static prof_placed prof_block(size_t size, size_t align, bool zero)
         /* 1 byte at least: the class of a 0-byte request plus 16 would be
          * the 16-byte one, where block + 16 is the next boundary. */
         size_t want = (size ? size : 1) + off;
-        unsigned cls = xa_size_class(want);
-        while (off > 16 && cls < XA_NCLASSES && xa_classes[cls].size % off != 0)
-            cls++;
-        if (cls < XA_NCLASSES) {
-            /* (aligned_impl's way: slabs start on 64 KiB boundaries.) */
-            char *b = malloc_inline(off == 16 ? want : xa_classes[cls].size);
+        if (off > 16) {
+            /* A class whose size is a multiple of off (aligned_impl's way:
+             * slabs start on 64 KiB boundaries); 0: none. With off = 16
+             * every class will do, and want has one (no lookup here). */
+            unsigned cls = xa_size_class(want);
+            while (cls < XA_NCLASSES && xa_classes[cls].size % off != 0)
+                cls++;
+            want = cls < XA_NCLASSES ? xa_classes[cls].size : 0;
+        }
+        if (want) {
+            char *b = malloc_inline(want);
             if (!b)
                 return (prof_placed){NULL, NULL};
             void *p = b + off;
