@@ -676,8 +676,8 @@ static sample *pt_record(pthr *t, void *p, uint64_t size, xa_prof_stack *st)
     return r;
 }
 
-/* Record r leaves the profile through t's tally; r goes onto t's list. */
-static void pt_drop(pthr *t, sample *r)
+/* Record r leaves the live counts through t's tally (r stays valid). */
+static void pt_uncount(pthr *t, sample *r)
 {
     pt_slot *sl = pt_slot_for(t, r->stack);
     pt_write_begin(t);
@@ -685,6 +685,11 @@ static void pt_drop(pthr *t, sample *r)
     pt_sum_add(sl, C_LIVE_BYTES, -r->size);
     pt_sum_add(sl, C_LIVE_EST, -r->est);
     pt_write_end(t);
+}
+
+/* Record r, out of the counts, goes onto t's free list. */
+static void pt_release(pthr *t, sample *r)
+{
     r->ptr = NULL;
     r->next = t->recs;
     t->recs = r;
@@ -693,6 +698,13 @@ static void pt_drop(pthr *t, sample *r)
         pt_recs_trim(t, PT_RECS_MAX - PT_RECS_BATCH);
         xa_lock_release(&prof_lock);
     }
+}
+
+/* Record r leaves the profile through t's tally; r goes onto t's list. */
+static void pt_drop(pthr *t, sample *r)
+{
+    pt_uncount(t, r);
+    pt_release(t, r);
 }
 
 /* Records a sample with stack st (or of the stack in pcs[0..depth) when
@@ -806,8 +818,16 @@ XA_PROF_PATH void xa_prof_sample_free(void **slot, const void *p)
     xa_prof_sample_drop(r);
 }
 
+/* take and put, through the tally when the thread has one: a sampled
+ * block that realloc moves (a buffer growing through the size classes)
+ * costs no lock pair at either end. */
 XA_SLOW_PATH void *xa_prof_sample_take(void *rec)
 {
+    pthr *t;
+    if (xa_likely(pt_tally) && (t = pt_get()) != NULL) {
+        pt_uncount(t, rec);
+        return rec;
+    }
     xa_lock_acquire(&prof_lock);
     sample_uncount(rec);
     xa_lock_release(&prof_lock);
@@ -817,6 +837,33 @@ XA_SLOW_PATH void *xa_prof_sample_take(void *rec)
 XA_SLOW_PATH void xa_prof_sample_put(void *rec, void *p, size_t size, void **slot)
 {
     sample *r = rec;
+    pthr *t;
+    if (xa_likely(pt_tally) && (t = pt_get()) != NULL) {
+        if (!p) {
+            pt_release(t, r); /* realloc(p, 0) freed p */
+            return;
+        }
+        uint64_t growth = 0;
+        if (size != SIZE_MAX) {
+            growth = size > r->size ? size - r->size : 0;
+            r->size = size;
+        }
+        if (r->size != t->est_size) {
+            t->est = estimate(r->size);
+            t->est_size = r->size;
+        }
+        r->est = t->est;
+        r->ptr = p;
+        pt_slot *sl = pt_slot_for(t, r->stack);
+        pt_write_begin(t);
+        pt_sum_add(sl, C_LIVE_COUNT, 1);
+        pt_sum_add(sl, C_LIVE_BYTES, r->size);
+        pt_sum_add(sl, C_LIVE_EST, r->est);
+        pt_sum_add(sl, C_ALLOC_BYTES, growth);
+        pt_write_end(t);
+        *slot = r;
+        return;
+    }
     xa_lock_acquire(&prof_lock);
     if (!p) {
         sample_release(r); /* realloc(p, 0) freed p */
