@@ -123,7 +123,14 @@ typedef struct xa_slab {
     /* Small, abandoned: kept empty at its thread's exit for the next
      * thread of the arena (xa_arena_slab_keep; freed_ns is then when). */
     uint32_t warm;
+#if XA_PROF
+    /* Profiling build: a sampled large block's record (in a huge chunk,
+     * slabs[1]'s holds the huge block's); NULL or stale otherwise, which
+     * the record's own pointer tells apart (prof.c). */
+    void *prof_rec;
+#else
     uint64_t pad[1];          /* 128 bytes: descriptors indexed by shift */
+#endif
 } xa_slab;
 
 _Static_assert(sizeof(xa_slab) == 128, "slab descriptor is 128 bytes");

@@ -733,8 +733,8 @@ static XA_NOINLINE size_t usable_other(void *p)
  * reports an interior pointer. The free path of ordinary blocks thus has
  * no profiling test at all, and a sampled free needs no table lookup.
  * Anything else (big blocks, and the few requests within off bytes of the
- * largest class) is a large or huge block entered in the table of
- * sampled blocks, consulted by the big blocks' free path only. */
+ * largest class) is a large or huge block whose record is kept in its
+ * descriptor (prof_big_slot), read by the big blocks' free path only. */
 
 typedef struct prof_hdr {
     void *rec;    /* the sample record, or NULL (none could be made) */
@@ -759,20 +759,30 @@ static inline prof_hdr *prof_header_of(void *user)
  * chunk c (its block start in *block, its slab in *slab); NULL when it is
  * not one. p at a power-of-two offset in a freed block is a second free
  * (or realloc) of a sampled block: reported as such (fn). */
+static prof_hdr *prof_tagged_in(xa_slab *s, void *p, const char *fn, char **block);
 static prof_hdr *prof_tagged(xa_chunk *c, void *p, const char *fn, char **block, xa_slab **slab)
 {
-    if ((uintptr_t)p - (uintptr_t)c >= XA_CHUNK_SIZE || ((uintptr_t)p & 15) != 0)
+    if ((uintptr_t)p - (uintptr_t)c >= XA_CHUNK_SIZE)
         return NULL;
     xa_slab *s = xa_run_of(c, p);
-    /* (A block boundary is never tagged: one multiply, not a division.) */
-    if (s->kind != XA_RUN_SMALL || xa_slab_is_block(s, p))
+    *slab = s;
+    return s->kind == XA_RUN_SMALL ? prof_tagged_in(s, p, fn, block) : NULL;
+}
+
+/* prof_tagged for p in small slab s. */
+static prof_hdr *prof_tagged_in(xa_slab *s, void *p, const char *fn, char **block)
+{
+    if (((uintptr_t)p & 15) != 0)
         return NULL;
-    uintptr_t rel = (uintptr_t)p - (uintptr_t)s->start;
-    if (rel >= (uintptr_t)s->capacity * s->block_size)
+    /* xa_slab_is_block's multiply gives the block's index too (exact:
+     * rel < 2 MiB, blocks at most 256 KiB): no division. A block
+     * boundary (fraction 0) is never tagged. */
+    uint64_t rel = (uint32_t)((uintptr_t)p - (uintptr_t)s->start);
+    unsigned __int128 m = (unsigned __int128)rel * s->div_magic;
+    uint64_t idx = (uint64_t)(m >> 64);
+    if ((uint64_t)m < s->div_magic || idx >= s->capacity)
         return NULL;
-    uintptr_t in = rel % s->block_size;
-    if (in == 0)
-        return NULL;
+    uintptr_t in = rel - idx * s->block_size;
     char *b = (char *)p - in;
     prof_hdr *hd = prof_header_of(p);
     if (hd->tag != prof_tag(p)) {
@@ -781,7 +791,6 @@ static prof_hdr *prof_tagged(xa_chunk *c, void *p, const char *fn, char **block,
         return NULL;
     }
     *block = b;
-    *slab = s;
     return hd;
 }
 
@@ -811,17 +820,48 @@ static void *prof_untag_free(prof_hdr *hd, char *b)
     return rec;
 }
 
-/* True when p is a block of a slab (not large, not huge). Pre: p valid. */
-static bool prof_in_slab(void *p)
+/* Where big block p of chunk c keeps its record: a large run's own
+ * descriptor, a huge block's in slabs[1] of its header (slabs[0] is the
+ * chunk's fields, slabs[1] describes nothing in a huge chunk); NULL when p
+ * is no big block's user pointer (a slab's block, a parked run). */
+static void **prof_big_slot_in(xa_chunk *c, xa_slab *s, void *p);
+static void **prof_big_slot(xa_chunk *c, void *p)
 {
+    return prof_big_slot_in(c, run_or_huge(c, p), p);
+}
+
+/* prof_big_slot, s being run_or_huge(c, p) (slabs[0] for a huge block). */
+static void **prof_big_slot_in(xa_chunk *c, xa_slab *s, void *p)
+{
+    if (s->kind == XA_RUN_LARGE)
+        return p == xa_unit_addr(c, s->first_unit) && !s->in_full ? &s->prof_rec : NULL;
+    return s->kind == XA_RUN_HUGE && p == c->huge_ptr ? &c->slabs[1].prof_rec : NULL;
+}
+
+/* prof_big_slot of a block this thread just got (NULL: a slab block). */
+static void **prof_new_big_slot(void *p)
+{
+    if (xa_region_of(p) != XA_REGION_HUGE) { /* (a chunk of runs: no lookup) */
+        xa_chunk *c = xa_chunk_of(p);
+        xa_slab *s = xa_run_of(c, p);
+        return s->kind == XA_RUN_LARGE && p == xa_unit_addr(c, s->first_unit) ? &s->prof_rec
+                                                                                : NULL;
+    }
     xa_chunk *c = xa_chunkmap_lookup(p);
-    return c && (uintptr_t)p - (uintptr_t)c < XA_CHUNK_SIZE &&
-           xa_run_of(c, p)->kind == XA_RUN_SMALL;
+    return c ? prof_big_slot(c, p) : NULL;
+}
+
+/* Puts back taken record rec for big block q of size bytes (released
+ * when q is no big block, which realloc's paths to it never give). */
+static void prof_put_big(void *rec, void *q, size_t size)
+{
+    void **slot = prof_new_big_slot(q);
+    xa_prof_sample_put(rec, slot ? q : NULL, size, slot);
 }
 
 /* A sampled block: its user pointer (NULL with errno set when out of
- * memory), and where its record goes: the header's slot, or NULL for a
- * big block (the table). Returned in registers: no local of the caller
+ * memory), and where its record goes: the header's slot or the big
+ * block's descriptor's. Returned in registers: no local of the caller
  * has its address taken, which would keep it from tail calls. */
 typedef struct prof_placed {
     void *p;
@@ -839,12 +879,17 @@ static prof_placed prof_block(size_t size, size_t align, bool zero)
         /* 1 byte at least: the class of a 0-byte request plus 16 would be
          * the 16-byte one, where block + 16 is the next boundary. */
         size_t want = (size ? size : 1) + off;
-        unsigned cls = xa_size_class(want);
-        while (off > 16 && cls < XA_NCLASSES && xa_classes[cls].size % off != 0)
-            cls++;
-        if (cls < XA_NCLASSES) {
-            /* (aligned_impl's way: slabs start on 64 KiB boundaries.) */
-            char *b = malloc_inline(off == 16 ? want : xa_classes[cls].size);
+        if (off > 16) {
+            /* A class whose size is a multiple of off (aligned_impl's way:
+             * slabs start on 64 KiB boundaries); 0: none. With off = 16
+             * every class will do, and want has one (no lookup here). */
+            unsigned cls = xa_size_class(want);
+            while (cls < XA_NCLASSES && xa_classes[cls].size % off != 0)
+                cls++;
+            want = cls < XA_NCLASSES ? xa_classes[cls].size : 0;
+        }
+        if (want) {
+            char *b = malloc_inline(want);
             if (!b)
                 return (prof_placed){NULL, NULL};
             void *p = b + off;
@@ -866,7 +911,7 @@ static prof_placed prof_block(size_t size, size_t align, bool zero)
         if (zero)
             memset(p, 0, size);
     }
-    return (prof_placed){p, NULL};
+    return (prof_placed){p, p ? prof_new_big_slot(p) : NULL};
 }
 
 /* A sampled allocation, recorded. Inline: every frame between the entry
@@ -874,8 +919,8 @@ static prof_placed prof_block(size_t size, size_t align, bool zero)
 static inline __attribute__((always_inline)) void *prof_alloc(size_t size, size_t align, bool zero)
 {
     prof_placed b = prof_block(size, align, zero);
-    if (!b.p)
-        return NULL;
+    if (!b.slot) /* (a big block always has one) */
+        return b.p;
     /* A tail call: the frames above the program's are the entry point's
      * and the recorder's, as for any sample. */
     return xa_prof_sample_record(b.p, size, b.slot);
@@ -900,20 +945,25 @@ static XA_NOINLINE void *aligned_sampled(size_t align, size_t size)
 }
 
 /* free_generic's hook: frees p when it is a tagged block; takes a sampled
- * big block out of the table before it is freed. */
+ * big block's record out of the profile before it is freed. */
 static bool free_prof(xa_chunk *c, void *p)
 {
-    char *b;
-    xa_slab *s;
-    prof_hdr *hd = prof_tagged(c, p, "free", &b, &s);
-    if (hd) {
+    /* (One descriptor lookup for both kinds: a pointer past the chunk's
+     * first 2 MiB gets slabs[0], neither small nor large.) */
+    xa_slab *s = run_or_huge(c, p);
+    if (s->kind == XA_RUN_SMALL) {
+        char *b;
+        prof_hdr *hd = prof_tagged_in(s, p, "free", &b);
+        if (!hd)
+            return false;
         void *rec = prof_untag_free(hd, b);
         if (rec)
             xa_prof_sample_drop(rec);
         return true;
     }
-    if (xa_prof_maybe_sampled(p))
-        xa_prof_free_slow(p);
+    void **slot = prof_big_slot_in(c, s, p);
+    if (slot && *slot)
+        xa_prof_sample_free(slot, p);
     return false;
 }
 
@@ -950,39 +1000,57 @@ static void *prof_move(void *p, size_t old, size_t size, void *rec, prof_hdr *hd
     void *q = nb.p;
     if (!q)
         return NULL;
+    if (!nb.slot)
+        nb.slot = prof_new_big_slot(q);
     memcpy(q, p, old < size ? old : size);
     if (hd)
         prof_untag_free(hd, b);
     else
-        free_inline(p); /* (out of the table already) */
+        free_inline(p); /* (its record taken already) */
     if (rec)
-        xa_prof_sample_put(rec, q, size, nb.slot);
+        xa_prof_sample_put(rec, nb.slot ? q : NULL, size, nb.slot);
     return q;
 }
 
 /* realloc with prof:true: sampled blocks stay sampled; an ordinary block
  * counts its growth against the sample distance (see prof.h). */
-static void *realloc_counted(void *p, size_t size, size_t old);
+static XA_NOINLINE void *realloc_counted(void *p, size_t size, size_t old);
+static XA_NOINLINE void *realloc_prof_slow(void *p, size_t size);
 static XA_NOINLINE void *realloc_prof(void *p, size_t size)
 {
     /* The common case first, without the general lookups: a slab's block
-     * at a boundary (a tagged block never is) or a large run not in the
-     * sampled table. */
+     * at a boundary (a tagged block never is) or a large run with no
+     * record. Every way out is a tail call: no frame of its own. */
     if (xa_likely(xa_region_of(p) == XA_REGION_RUNS) && size != 0) {
         xa_chunk *rc = xa_chunk_of(p);
         xa_slab *rs = xa_run_of(rc, p);
         if (rs->kind == XA_RUN_SMALL && xa_slab_is_block(rs, p))
             return realloc_counted(p, size, rs->block_size);
+        if (rs->kind == XA_RUN_LARGE && p == xa_unit_addr(rc, rs->first_unit) && !rs->in_full &&
+            !rs->prof_rec)
+            return realloc_counted(p, size, (size_t)rs->units << XA_UNIT_SHIFT);
+    }
+    return realloc_prof_slow(p, size);
+}
+
+/* realloc_prof's other cases: sampled blocks, and pointers it does not
+ * recognise at once (huge blocks, bad pointers, before init). */
+static XA_NOINLINE void *realloc_prof_slow(void *p, size_t size)
+{
+    if (xa_likely(xa_region_of(p) == XA_REGION_RUNS) && size != 0) {
+        xa_chunk *rc = xa_chunk_of(p);
+        xa_slab *rs = xa_run_of(rc, p);
         if (rs->kind == XA_RUN_LARGE && p == xa_unit_addr(rc, rs->first_unit) && !rs->in_full) {
-            if (!xa_prof_maybe_sampled(p))
+            void *rec = rs->prof_rec ? xa_prof_sample_of(&rs->prof_rec, p) : NULL;
+            if (!rec) /* (a stale record) */
                 return realloc_counted(p, size, (size_t)rs->units << XA_UNIT_SHIFT);
             if (size > REALLOC_RUN_MIN && size <= XA_LARGE_MAX &&
                 ((size + XA_UNIT_SIZE - 1) >> XA_UNIT_SHIFT) == rs->units) {
                 /* A sampled run keeping its units (a buffer grown by small
                  * steps): realloc_impl only notes the new size, and the
-                 * record stays in the table with it. */
+                 * record stays in the descriptor with it. */
                 void *q = realloc_impl(p, size);
-                xa_prof_sample_resize(p, size);
+                xa_prof_sample_resize(rec, size);
                 return q;
             }
         }
@@ -1024,8 +1092,11 @@ static XA_NOINLINE void *realloc_prof(void *p, size_t size)
                     ((size + XA_UNIT_SIZE - 1) >> XA_UNIT_SHIFT) == (old >> XA_UNIT_SHIFT) &&
                     (uintptr_t)p - (uintptr_t)c < XA_CHUNK_SIZE &&
                     xa_run_of(c, p)->kind == XA_RUN_LARGE;
-    void *taken = xa_prof_realloc_take(p);
+    void **slot = prof_big_slot(c, p);
+    void *taken = slot && *slot ? xa_prof_sample_of(slot, p) : NULL;
     if (taken) { /* a sampled big block */
+        *slot = NULL;
+        xa_prof_sample_take(taken);
         void *q;
         if (size == 0) {
             free_inline(p);
@@ -1034,14 +1105,17 @@ static XA_NOINLINE void *realloc_prof(void *p, size_t size)
         }
         if (size > XA_SMALL_MAX || (!junk && (run_kept || prof_grows_as_run(old, size)))) {
             q = realloc_impl(p, size);
-            xa_prof_sample_put(taken, q ? q : p, q ? size : SIZE_MAX, NULL);
+            if (q)
+                prof_put_big(taken, q, size);
+            else
+                xa_prof_sample_put(taken, p, SIZE_MAX, slot);
             return q;
         }
         if (h != &xa_heap_empty)
             h->nrealloc++;
         q = prof_move(p, old, size, taken, NULL, NULL);
         if (!q)
-            xa_prof_sample_put(taken, p, SIZE_MAX, NULL);
+            xa_prof_sample_put(taken, p, SIZE_MAX, slot);
         return q;
     }
     return realloc_counted(p, size, old);
@@ -1049,21 +1123,24 @@ static XA_NOINLINE void *realloc_prof(void *p, size_t size)
 
 /* realloc of p, an unsampled block of old usable bytes, counting its
  * growth against the sample distance. */
-static void *realloc_counted(void *p, size_t size, size_t old)
+static XA_NOINLINE void *realloc_counted(void *p, size_t size, size_t old)
 {
-    void *q = realloc_impl(p, size);
     /* Usable sizes on both sides: growth inside a size class is free, a
      * move to the next class counts the whole step. A request within the
-     * old usable size never gets more (no second lookup). */
-    if (!q || size <= old)
+     * old usable size never gets more (no second lookup, and a tail
+     * call). */
+    if (size <= old)
+        return realloc_impl(p, size);
+    void *q = realloc_impl(p, size);
+    if (!q)
         return q;
     size_t usable = API(malloc_usable_size)(q);
     if (xa_likely(!xa_prof_sample_due(usable > old ? usable - old : 0)) ||
         !xa_prof_sample_begin())
         return q;
-    if (!prof_in_slab(q)) {
-        return xa_prof_sample_record(q, size, NULL);
-    }
+    void **slot = prof_new_big_slot(q);
+    if (slot)
+        return xa_prof_sample_record(q, size, slot);
     /* A slab block cannot be sampled where it is: move it. */
     int saved_errno = errno;
     void *t = prof_alloc(size, 16, false);

@@ -11,17 +11,18 @@
  * A sample unwinds with no lock held, under a thread-local guard (the
  * unwinder's own allocations are served unsampled), then takes the table
  * lock to intern the stack and to make the block's record: kept in the
- * block's header for a small block (malloc.c finds it there at free), or
- * entered in the sampled-block table for a big one. Both tables live in
- * metadata memory (meta.c), never in malloc.
+ * block's header for a small block, in its run descriptor for a big one
+ * (malloc.c finds it there at free). The stack table and the records live
+ * in metadata memory (meta.c), never in malloc.
  *
  * A thread that samples or frees samples often gets a thread record
  * (pthr, below): its stack cache, a free list of sample records and a
  * tally of its changes to the stacks' counters. A sample whose stack the
- * cache knows, of a small block, then takes no lock at all, to record or
- * to drop: the lock pair at each end cost more than the rest of the
- * sample (64 KiB blocks: about 120 of 640 instructions and 4 of the
- * sample's locked instructions). Readers of the counters fold every
+ * cache knows then takes no lock at all, to record or to drop: the lock
+ * pair at each end cost more than the rest of the sample (64 KiB blocks:
+ * about 120 of 640 instructions and 4 of the sample's locked
+ * instructions; big blocks had a table of their own, with its lock, and
+ * a filter byte per page for frees to read). Readers of the counters fold every
  * tally in first, under the table lock (xa_prof_tables_lock). */
 #define _GNU_SOURCE
 #include "prof.h"
@@ -43,27 +44,25 @@
 #include "util.h"
 
 __thread int64_t xa_prof_left __attribute__((tls_model("initial-exec")));
-uint8_t xa_prof_filter[(size_t)1 << XA_PROF_FILTER_BITS];
 bool xa_prof_on;
 
-/* Both tables start at 512 bytes of buckets (carved from a metadata
+/* The stack table starts at 512 bytes of buckets (carved from a metadata
  * page that is resident anyway: a profiler that has taken no sample costs
- * no page of its own) and double when they hold twice as many entries as
+ * no page of its own) and doubles when it holds twice as many entries as
  * buckets; the old bucket arrays stay in metadata (at most as much
  * again). Buckets are hit at random, so a table that started large would
  * make all its pages resident after a few dozen samples. */
 #define STACK_BITS_MIN 6
-#define SAMPLE_BITS_MIN 6
 #define TABLE_BITS_MAX 24
 /* Before the module is booted a thread re-checks after this many bytes. */
 #define PRE_BOOT_DISTANCE ((int64_t)1 << 20)
 #define NEVER INT64_MAX
 
-/* A sampled block. Records are recycled through a free list; those of
- * small blocks are in no table (the block's header points at them). */
+/* A sampled block, pointed at by its header (small) or its descriptor
+ * (big). Records are recycled through free lists. */
 typedef struct sample {
     struct sample *next;
-    void *ptr;
+    void *ptr; /* the block's user pointer; NULL once released */
     xa_prof_stack *stack;
     uint64_t size;
     uint64_t est; /* estimated bytes this sample stands for */
@@ -72,16 +71,16 @@ typedef struct sample {
 static xa_lock prof_lock = XA_LOCK_INIT(XA_RANK_PROF);
 static bool booted;        /* xa_prof_boot() ran (either way) */
 static bool enabled;       /* prof:true at boot and the tables exist */
-static bool ctor_done;     /* the library's constructor ran: libc is up */
-static bool forked_child;  /* this process is a fork child: never unwind */
+/* Why no allocation may be sampled now, whatever the thread (one byte
+ * for the sample's one test): */
+#define HELD_BY_CTOR 1u   /* the library's constructor has not run: libc may not be up */
+#define HELD_BY_FORK 2u   /* this process is a fork child: never unwind */
+static uint8_t held = HELD_BY_CTOR;
 static uint64_t rate;      /* prof_sample at boot */
 static xa_prof_stack **stack_buckets;
 static unsigned stack_bits;
 static xa_prof_stack *stacks_all;
 static size_t nstacks;
-static sample **sample_buckets;
-static unsigned sample_bits;
-static size_t nsamples;
 static sample *free_samples;
 /* Estimated live bytes of every sampled block; the base the prof_interval
  * growth is measured from (the lowest estimate since the last dump). */
@@ -107,9 +106,9 @@ static uint64_t rng_next(void)
 
 /* An exponentially distributed distance of mean rate bytes (at least 1). */
 static xa_prof_ln_entry ln_table[XA_PROF_LN_BUCKETS]; /* set at boot */
-static double rate_d;                                   /* rate, as a double */
+static double rate_d, inv_rate_d;                       /* rate, 1 / rate */
 
-static int64_t next_distance(void)
+static inline __attribute__((always_inline)) int64_t next_distance(void)
 {
     double d = xa_prof_neg_ln_unit(ln_table, (rng_next() >> 11) + 1) * rate_d;
     if (d < 1.0)
@@ -128,13 +127,12 @@ static void thread_setup(void)
 }
 
 /* Bytes a sample of size bytes stands for: size / P(sampled). */
-static uint64_t estimate(uint64_t size)
+static inline uint64_t estimate(uint64_t size)
 {
-    double p = xa_prof_one_minus_exp_neg((double)size / (double)rate);
-    if (p <= 0.0)
-        return (uint64_t)rate;
-    double e = (double)size / p;
-    return e > 1.8e19 ? UINT64_MAX / 2 : (uint64_t)e;
+    double x = (double)size * inv_rate_d;
+    if (x >= 40.0)
+        return size; /* (P is 1 to the last bit) */
+    return (uint64_t)(xa_prof_size_over_p(x) * rate_d);
 }
 
 /* The last size estimated and its estimate (prof_lock held): a program
@@ -235,34 +233,6 @@ static void counter_sub(uint64_t *c, uint64_t v)
     __atomic_store_n(c, *c - v, __ATOMIC_RELAXED);
 }
 
-/* Blocks whose filter index is the same share a bucket, so that the
- * filter byte can be cleared when the last of them leaves. */
-static size_t sample_bucket(size_t fi)
-{
-    return (size_t)(((uint64_t)fi * 0x9e3779b97f4a7c15ULL) >> (64 - sample_bits));
-}
-
-static void samples_grow(void)
-{
-    if (sample_bits >= TABLE_BITS_MAX)
-        return;
-    size_t n = (size_t)1 << sample_bits;
-    sample **nb = xa_meta_alloc(2 * n * sizeof *nb, 64);
-    if (!nb)
-        return;
-    sample **old = sample_buckets;
-    sample_bits++;
-    for (size_t i = 0; i < n; i++) {
-        for (sample *r = old[i], *next; r; r = next) {
-            next = r->next;
-            size_t b = sample_bucket(xa_prof_filter_index(r->ptr));
-            r->next = nb[b];
-            nb[b] = r;
-        }
-    }
-    sample_buckets = nb;
-}
-
 /* Adds record r (its size and stack set) to the live counters. */
 static void sample_count(sample *r)
 {
@@ -286,99 +256,15 @@ static void sample_uncount(sample *r)
         interval_base = live_est_total;
 }
 
-/* ---- the table of sampled big blocks: its own lock ----
- * A futex word (0 free, 1 held, 2 held and maybe waited for), taken after
- * prof_lock when both are (rank order) and only around the table's own
- * short work: a sampled big block whose stack the cache knows costs one
- * compare-exchange and one exchange at each end, where prof_lock's mutex
- * pairs cost ~110 instructions a sample more (largefrag: 86% of its 1 MiB
- * blocks are samples). */
-static uint32_t table_word;
-
-static XA_NOINLINE void table_lock_wait(void)
-{
-    for (int i = 0; i < 100; i++) {
-        uint32_t c = 0;
-        if (__atomic_load_n(&table_word, __ATOMIC_RELAXED) == 0 &&
-            __atomic_compare_exchange_n(&table_word, &c, 1, false, __ATOMIC_ACQUIRE,
-                                        __ATOMIC_RELAXED))
-            return;
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-    }
-    while (__atomic_exchange_n(&table_word, 2, __ATOMIC_ACQUIRE) != 0)
-        xa_os_futex_wait(&table_word, 2, 0);
-}
-
-static inline void table_lock(void)
-{
-    uint32_t c = 0;
-    if (xa_unlikely(!__atomic_compare_exchange_n(&table_word, &c, 1, false, __ATOMIC_ACQUIRE,
-                                                 __ATOMIC_RELAXED)))
-        table_lock_wait();
-}
-
-static inline void table_unlock(void)
-{
-    if (xa_unlikely(__atomic_exchange_n(&table_word, 0, __ATOMIC_RELEASE) == 2))
-        xa_os_futex_wake_all(&table_word);
-}
-
-/* Puts record r (its ptr set) into the table of sampled big blocks.
- * Pre: table_lock held. */
-static void sample_table_insert(sample *r)
-{
-    size_t fi = xa_prof_filter_index(r->ptr);
-    size_t b = sample_bucket(fi);
-    r->next = sample_buckets[b];
-    sample_buckets[b] = r;
-    __atomic_store_n(&xa_prof_filter[fi], 1, __ATOMIC_RELAXED);
-    if (++nsamples > ((size_t)2 << sample_bits))
-        samples_grow();
-}
-
-/* Takes p's record out of the table (not out of the counters); NULL when
- * p is not a sampled big block. Clears the filter byte when no other block
- * of the same index is left. Pre: table_lock held. */
-static sample *sample_unlink(void *p)
-{
-    size_t fi = xa_prof_filter_index(p);
-    size_t b = sample_bucket(fi);
-    sample *found = NULL;
-    bool others = false;
-    for (sample **link = &sample_buckets[b]; *link;) {
-        sample *r = *link;
-        if (r->ptr != p || found) {
-            others |= xa_prof_filter_index(r->ptr) == fi;
-            link = &r->next;
-            continue;
-        }
-        found = r;
-        *link = r->next;
-        nsamples--;
-    }
-    if (!others)
-        __atomic_store_n(&xa_prof_filter[fi], 0, __ATOMIC_RELAXED);
-    return found;
-}
-
-static sample *sample_find(const void *p)
-{
-    for (sample *r = sample_buckets[sample_bucket(xa_prof_filter_index(p))]; r; r = r->next)
-        if (r->ptr == p)
-            return r;
-    return NULL;
-}
-
 static void sample_release(sample *r)
 {
+    r->ptr = NULL;
     r->next = free_samples;
     free_samples = r;
 }
 
 /* A new record of p; NULL when metadata memory ran out. */
-static sample *sample_new(void *p, uint64_t size, xa_prof_stack *st, bool tabled)
+static sample *sample_new(void *p, uint64_t size, xa_prof_stack *st)
 {
     sample *r = free_samples;
     if (r)
@@ -390,11 +276,6 @@ static sample *sample_new(void *p, uint64_t size, xa_prof_stack *st, bool tabled
     r->stack = st;
     r->size = size;
     sample_count(r);
-    if (tabled) {
-        table_lock();
-        sample_table_insert(r);
-        table_unlock();
-    }
     counter_add(&st->alloc_count, 1);
     counter_add(&st->alloc_bytes, size);
     return r;
@@ -421,6 +302,13 @@ static void maybe_interval_dump(void)
 
 XA_PROF_PATH bool xa_prof_sample_begin(void)
 {
+    /* A thread is ready only once the module is booted and enabled: one
+     * test for the three on every sample. */
+    if (xa_likely(thread_ready)) {
+        xa_prof_left = next_distance();
+        return !guard && !__atomic_load_n(&held, __ATOMIC_ACQUIRE) &&
+               __atomic_load_n(&xa_opt.prof_active, __ATOMIC_RELAXED);
+    }
     if (!__atomic_load_n(&booted, __ATOMIC_ACQUIRE)) {
         xa_prof_left = PRE_BOOT_DISTANCE;
         return false;
@@ -429,16 +317,10 @@ XA_PROF_PATH bool xa_prof_sample_begin(void)
         xa_prof_left = NEVER;
         return false;
     }
-    if (!thread_ready) {
-        /* The first crossing of a thread only arms its counter. */
-        thread_setup();
-        xa_prof_left = next_distance();
-        return false;
-    }
+    /* The first crossing of a thread only arms its counter. */
+    thread_setup();
     xa_prof_left = next_distance();
-    return !guard && __atomic_load_n(&ctor_done, __ATOMIC_ACQUIRE) &&
-           !__atomic_load_n(&forked_child, __ATOMIC_RELAXED) &&
-           __atomic_load_n(&xa_opt.prof_active, __ATOMIC_RELAXED);
+    return false;
 }
 
 /* ---- thread records: stack cache, sample records, tally ----
@@ -574,9 +456,17 @@ static inline void pt_sum_add(pt_slot *sl, int c, uint64_t v)
     __atomic_store_n(&sl->sum[c], sl->sum[c] + v, __ATOMIC_RELAXED);
 }
 
-/* Slot sl of t, of another stack, folded and taken over for stack st. */
+/* Where t tallies stack st (direct-mapped: it may hold another stack). */
+static inline pt_slot *pt_slot_at(pthr *t, xa_prof_stack *st)
+{
+    return &t->slot[((uint64_t)(uintptr_t)st * 0x9e3779b97f4a7c15ULL) >> 60];
+}
+
+/* Slot sl of t, of another stack, folded and taken over for stack st
+ * (errno kept: see xa_prof_sample_record). */
 static XA_NOINLINE pt_slot *pt_slot_take(pthr *t, pt_slot *sl, xa_prof_stack *st)
 {
+    int saved_errno = errno;
     xa_lock_acquire(&prof_lock);
     if (sl->stack)
         pt_fold_slot(sl, sl->sum); /* (only the owner writes sum) */
@@ -588,13 +478,14 @@ static XA_NOINLINE pt_slot *pt_slot_take(pthr *t, pt_slot *sl, xa_prof_stack *st
     sl->stack = st;
     pt_write_end(t);
     xa_lock_release(&prof_lock);
+    errno = saved_errno;
     return sl;
 }
 
 /* t's slot for stack st. */
 static inline pt_slot *pt_slot_for(pthr *t, xa_prof_stack *st)
 {
-    pt_slot *sl = &t->slot[((uint64_t)(uintptr_t)st * 0x9e3779b97f4a7c15ULL) >> 60];
+    pt_slot *sl = pt_slot_at(t, st);
     return xa_likely(sl->stack == st) ? sl : pt_slot_take(t, sl, st);
 }
 
@@ -723,34 +614,16 @@ static void sc_remember(uintptr_t ra, uintptr_t anchor, const uintptr_t *raw, un
     (void)xa_sc_fill(e, ra, anchor, top, raw, used, st);
 }
 
-/* A record of small block p (size bytes, stack st) counted in t's tally,
- * without prof_lock while t has a free record; NULL when metadata memory
- * ran out. */
-static sample *pt_record(pthr *t, void *p, uint64_t size, xa_prof_stack *st)
+/* A record of block p (size bytes, stack st) counted in t's tally,
+ * without prof_lock while t has a free record and a slot of st; NULL
+ * when metadata memory ran out. Keeps errno. */
+/* Record r, t's first free one, made for block p (size bytes, stack st)
+ * and counted in t's slot sl of st. No call: the sample's common case
+ * (xa_prof_sample_record) runs it with no frame to save registers in. */
+static inline __attribute__((always_inline)) void pt_fill(pthr *t, pt_slot *sl, sample *r,
+                                                          void *p, uint64_t size,
+                                                          xa_prof_stack *st)
 {
-    sample *r = t->recs;
-    if (xa_unlikely(!r)) {
-        xa_lock_acquire(&prof_lock);
-        for (unsigned i = 0; i < PT_RECS_BATCH && free_samples; i++) {
-            r = free_samples;
-            free_samples = r->next;
-            r->next = t->recs;
-            t->recs = r;
-            t->nrecs++;
-        }
-        xa_lock_release(&prof_lock);
-        if (!t->recs) {
-            sample *v = xa_meta_alloc(PT_RECS_BATCH * sizeof *v, 16);
-            if (!v)
-                return NULL;
-            for (unsigned i = 0; i < PT_RECS_BATCH; i++) {
-                v[i].next = t->recs;
-                t->recs = &v[i];
-            }
-            t->nrecs = PT_RECS_BATCH;
-        }
-        r = t->recs;
-    }
     t->recs = r->next;
     t->nrecs--;
     if (size != t->est_size) {
@@ -762,7 +635,6 @@ static sample *pt_record(pthr *t, void *p, uint64_t size, xa_prof_stack *st)
     r->stack = st;
     r->size = size;
     r->est = t->est;
-    pt_slot *sl = pt_slot_for(t, st);
     pt_write_begin(t);
     pt_sum_add(sl, C_LIVE_COUNT, 1);
     pt_sum_add(sl, C_LIVE_BYTES, size);
@@ -770,11 +642,42 @@ static sample *pt_record(pthr *t, void *p, uint64_t size, xa_prof_stack *st)
     pt_sum_add(sl, C_ALLOC_COUNT, 1);
     pt_sum_add(sl, C_ALLOC_BYTES, size);
     pt_write_end(t);
+}
+
+static sample *pt_record(pthr *t, void *p, uint64_t size, xa_prof_stack *st)
+{
+    sample *r = t->recs;
+    if (xa_unlikely(!r)) {
+        int saved_errno = errno;
+        xa_lock_acquire(&prof_lock);
+        for (unsigned i = 0; i < PT_RECS_BATCH && free_samples; i++) {
+            r = free_samples;
+            free_samples = r->next;
+            r->next = t->recs;
+            t->recs = r;
+            t->nrecs++;
+        }
+        xa_lock_release(&prof_lock);
+        if (!t->recs) {
+            sample *v = xa_meta_alloc(PT_RECS_BATCH * sizeof *v, 16);
+            errno = saved_errno;
+            if (!v)
+                return NULL;
+            for (unsigned i = 0; i < PT_RECS_BATCH; i++) {
+                v[i].next = t->recs;
+                t->recs = &v[i];
+            }
+            t->nrecs = PT_RECS_BATCH;
+        }
+        errno = saved_errno;
+        r = t->recs;
+    }
+    pt_fill(t, pt_slot_for(t, st), r, p, size, st);
     return r;
 }
 
-/* Record r leaves the profile through t's tally; r goes onto t's list. */
-static void pt_drop(pthr *t, sample *r)
+/* Record r leaves the live counts through t's tally (r stays valid). */
+static void pt_uncount(pthr *t, sample *r)
 {
     pt_slot *sl = pt_slot_for(t, r->stack);
     pt_write_begin(t);
@@ -782,6 +685,12 @@ static void pt_drop(pthr *t, sample *r)
     pt_sum_add(sl, C_LIVE_BYTES, -r->size);
     pt_sum_add(sl, C_LIVE_EST, -r->est);
     pt_write_end(t);
+}
+
+/* Record r, out of the counts, goes onto t's free list. */
+static void pt_release(pthr *t, sample *r)
+{
+    r->ptr = NULL;
     r->next = t->recs;
     t->recs = r;
     if (xa_unlikely(++t->nrecs > PT_RECS_MAX)) {
@@ -789,6 +698,13 @@ static void pt_drop(pthr *t, sample *r)
         pt_recs_trim(t, PT_RECS_MAX - PT_RECS_BATCH);
         xa_lock_release(&prof_lock);
     }
+}
+
+/* Record r leaves the profile through t's tally; r goes onto t's list. */
+static void pt_drop(pthr *t, sample *r)
+{
+    pt_uncount(t, r);
+    pt_release(t, r);
 }
 
 /* Records a sample with stack st (or of the stack in pcs[0..depth) when
@@ -799,22 +715,20 @@ static void record_locked(void *p, size_t size, void **slot, xa_prof_stack *st,
     xa_lock_acquire(&prof_lock);
     if (!st)
         st = stack_intern(pcs, depth);
-    sample *r = st ? sample_new(p, size, st, slot == NULL) : NULL;
-    if (slot)
-        *slot = r;
+    *slot = st ? sample_new(p, size, st) : NULL;
     xa_lock_release(&prof_lock);
     *interned = st;
 }
 
-XA_PROF_PATH void *xa_prof_sample_record(void *p, size_t size, void **slot)
+/* xa_prof_sample_record's other cases (guard set): a thread's first
+ * sample, a stack the cache does not know (the unwind), the locked
+ * record of prof_interval. Its own function: the common case then needs
+ * neither its frame nor the registers it saves. (ra, anchor): the
+ * caller's key; its unwind starts at the frame that returns to ra. */
+static XA_NOINLINE void record_miss(void *p, size_t size, void **slot, pthr *t, uintptr_t ra,
+                                    uintptr_t anchor)
 {
     int saved_errno = errno;
-    guard = true;
-    /* The key of the stack cache: this frame (where it lies decides where
-     * every outer frame's return address is saved) and its caller. */
-    uintptr_t anchor = (uintptr_t)__builtin_frame_address(0);
-    uintptr_t ra = (uintptr_t)__builtin_return_address(0);
-    pthr *t = pt_tls;
     xa_prof_stack *st = NULL;
     /* A thread's first sample takes the record an exited thread left on
      * this stack, if one is free: its cache may know the stack already. */
@@ -823,24 +737,14 @@ XA_PROF_PATH void *xa_prof_sample_record(void *p, size_t size, void **slot)
     if (t > PT_DEAD)
         st = xa_sc_lookup(xa_sc_slot(&t->sc, ra, anchor), ra, anchor);
     if (st) {
-        /* The record with no lock (the tally); a big block's is then
-         * entered in the table, under the table's own lock. */
-        if (pt_tally) {
-            sample *r = pt_record(t, p, size, st);
-            if (slot) {
-                *slot = r;
-            } else if (r) {
-                table_lock();
-                sample_table_insert(r);
-                table_unlock();
-            }
-        } else {
+        if (pt_tally) /* the record with no lock (the tally) */
+            *slot = pt_record(t, p, size, st);
+        else
             record_locked(p, size, slot, st, NULL, 0, &st);
-        }
     } else {
         uintptr_t raw[XA_PROF_RAW_MAX], pcs[XA_PROF_MAX_DEPTH];
         unsigned n = xa_prof_backtrace_raw(raw, XA_PROF_RAW_MAX);
-        /* raw[] starts in the walk's own frames, below this one. */
+        /* raw[] starts in the walk's own frames, below the caller's. */
         unsigned j = 0;
         while (j < n && raw[j] != ra)
             j++;
@@ -855,6 +759,33 @@ XA_PROF_PATH void *xa_prof_sample_record(void *p, size_t size, void **slot)
     maybe_interval_dump();
     guard = false;
     errno = saved_errno;
+}
+
+XA_PROF_PATH void *xa_prof_sample_record(void *p, size_t size, void **slot)
+{
+    guard = true;
+    /* The key of the stack cache: this frame (where it lies decides where
+     * every outer frame's return address is saved) and its caller. */
+    uintptr_t anchor = (uintptr_t)__builtin_frame_address(0);
+    uintptr_t ra = (uintptr_t)__builtin_return_address(0);
+    pthr *t = pt_tls;
+    xa_prof_stack *st;
+    /* The common case: a stack the cache knows, a free record at hand
+     * and the stack's tally slot: no call, no lock, and errno is not
+     * saved (two calls of __errno_location). */
+    if (xa_likely(t > PT_DEAD) && xa_likely(pt_tally) &&
+        (st = xa_sc_lookup(xa_sc_slot(&t->sc, ra, anchor), ra, anchor)) != NULL) {
+        sample *r = t->recs;
+        pt_slot *sl = pt_slot_at(t, st);
+        if (xa_likely(r != NULL && sl->stack == st)) {
+            pt_fill(t, sl, r, p, size, st);
+            *slot = r;
+            guard = false;
+            return p;
+        }
+    }
+    /* (Not a tail call: this frame, the anchor, stays where it is.) */
+    record_miss(p, size, slot, t, ra, anchor);
     return p;
 }
 
@@ -872,30 +803,31 @@ XA_PROF_PATH void xa_prof_sample_drop(void *rec)
     xa_lock_release(&prof_lock);
 }
 
-XA_PROF_PATH void *xa_prof_free_slow(void *p)
+XA_PROF_PATH void *xa_prof_sample_of(void *const *slot, const void *p)
 {
-    if (!p || !enabled)
-        return p;
-    table_lock();
-    sample *r = sample_unlink(p);
-    table_unlock();
-    if (r)
-        xa_prof_sample_drop(r);
-    return p;
+    sample *r = *slot;
+    return r && r->ptr == p ? r : NULL;
 }
 
-XA_SLOW_PATH void *xa_prof_realloc_take_slow(void *p)
+XA_PROF_PATH void xa_prof_sample_free(void **slot, const void *p)
 {
-    if (!p || !enabled)
-        return NULL;
-    table_lock();
-    sample *r = sample_unlink(p);
-    table_unlock();
-    return r ? xa_prof_sample_take(r) : NULL;
+    sample *r = *slot;
+    if (!r || r->ptr != p)
+        return;
+    *slot = NULL;
+    xa_prof_sample_drop(r);
 }
 
+/* take and put, through the tally when the thread has one: a sampled
+ * block that realloc moves (a buffer growing through the size classes)
+ * costs no lock pair at either end. */
 XA_SLOW_PATH void *xa_prof_sample_take(void *rec)
 {
+    pthr *t;
+    if (xa_likely(pt_tally) && (t = pt_get()) != NULL) {
+        pt_uncount(t, rec);
+        return rec;
+    }
     xa_lock_acquire(&prof_lock);
     sample_uncount(rec);
     xa_lock_release(&prof_lock);
@@ -905,6 +837,33 @@ XA_SLOW_PATH void *xa_prof_sample_take(void *rec)
 XA_SLOW_PATH void xa_prof_sample_put(void *rec, void *p, size_t size, void **slot)
 {
     sample *r = rec;
+    pthr *t;
+    if (xa_likely(pt_tally) && (t = pt_get()) != NULL) {
+        if (!p) {
+            pt_release(t, r); /* realloc(p, 0) freed p */
+            return;
+        }
+        uint64_t growth = 0;
+        if (size != SIZE_MAX) {
+            growth = size > r->size ? size - r->size : 0;
+            r->size = size;
+        }
+        if (r->size != t->est_size) {
+            t->est = estimate(r->size);
+            t->est_size = r->size;
+        }
+        r->est = t->est;
+        r->ptr = p;
+        pt_slot *sl = pt_slot_for(t, r->stack);
+        pt_write_begin(t);
+        pt_sum_add(sl, C_LIVE_COUNT, 1);
+        pt_sum_add(sl, C_LIVE_BYTES, r->size);
+        pt_sum_add(sl, C_LIVE_EST, r->est);
+        pt_sum_add(sl, C_ALLOC_BYTES, growth);
+        pt_write_end(t);
+        *slot = r;
+        return;
+    }
     xa_lock_acquire(&prof_lock);
     if (!p) {
         sample_release(r); /* realloc(p, 0) freed p */
@@ -917,28 +876,16 @@ XA_SLOW_PATH void xa_prof_sample_put(void *rec, void *p, size_t size, void **slo
         }
         r->ptr = p;
         sample_count(r);
-        if (slot) {
-            *slot = r;
-        } else {
-            table_lock();
-            sample_table_insert(r);
-            table_unlock();
-        }
+        *slot = r;
     }
     xa_lock_release(&prof_lock);
 }
 
-XA_SLOW_PATH void xa_prof_sample_resize(void *p, size_t size)
+XA_SLOW_PATH void xa_prof_sample_resize(void *rec, size_t size)
 {
-    if (!enabled)
-        return;
-    /* Found under the table's lock, changed under prof_lock alone: only
-     * the thread that owns p (this one, in realloc) frees or moves it. */
-    table_lock();
-    sample *r = sample_find(p);
-    table_unlock();
-    if (!r)
-        return; /* (another block's filter byte) */
+    /* Changed under prof_lock alone (or in the tally): only the thread
+     * that owns the block (this one, in realloc) frees or moves it. */
+    sample *r = rec;
     uint64_t growth = size > r->size ? size - r->size : 0;
     pthr *t;
     if (xa_likely(pt_tally) && (t = pt_get()) != NULL) {
@@ -1007,11 +954,10 @@ void xa_prof_boot(void)
     if (xa_opt.prof) {
         rate = xa_opt.prof_sample ? xa_opt.prof_sample : 1;
         rate_d = (double)rate;
+        inv_rate_d = 1.0 / rate_d;
         xa_prof_ln_table_init(ln_table);
         stack_bits = STACK_BITS_MIN;
-        sample_bits = SAMPLE_BITS_MIN;
         stack_buckets = xa_meta_alloc(sizeof *stack_buckets << stack_bits, 64);
-        sample_buckets = xa_meta_alloc(sizeof *sample_buckets << sample_bits, 64);
         uintptr_t lo, hi;
         if (xa_prof_maps_range((uintptr_t)&xa_prof_boot, &lo, &hi) == 0)
             xa_prof_unwind_boot(lo, hi);
@@ -1019,7 +965,7 @@ void xa_prof_boot(void)
             xa_prof_unwind_boot_libc(lo, hi);
         pt_key_made = pthread_key_create(&pt_key, pt_thread_exit) == 0;
         pt_tally = xa_opt.prof_interval == 0;
-        if (stack_buckets && sample_buckets) {
+        if (stack_buckets) {
             enabled = true;
             __atomic_store_n(&xa_prof_on, true, __ATOMIC_RELEASE);
             __atomic_store_n(&xa_stats_dump_hook, dump_hook, __ATOMIC_RELEASE);
@@ -1030,31 +976,28 @@ void xa_prof_boot(void)
     __atomic_store_n(&booted, true, __ATOMIC_RELEASE);
 }
 
-/* prof_lock, then the big blocks' table lock: neither is held while
- * waiting for anything but metadata memory and system calls. */
+/* prof_lock is never held while waiting for anything but metadata
+ * memory and system calls. */
 void xa_prof_fork_prepare(void)
 {
     xa_lock_acquire(&prof_lock);
-    table_lock();
 }
 
 void xa_prof_fork_parent(void)
 {
-    table_unlock();
     xa_lock_release(&prof_lock);
 }
 
 void xa_prof_fork_child(void)
 {
     xa_lock_reset(&prof_lock);
-    table_word = 0;
     /* A thread that was in its tally's write section is gone: its counts
      * stand as they are (a fold would otherwise wait for it). */
     for (pthr *t = pt_all; t; t = t->next_all)
         if (t != pt_tls)
             t->seq &= ~1u;
     xa_prof_dump_fork_child();
-    __atomic_store_n(&forked_child, true, __ATOMIC_RELAXED);
+    __atomic_fetch_or(&held, HELD_BY_FORK, __ATOMIC_RELAXED);
 }
 
 /* ---- process start and exit ---- */
@@ -1063,7 +1006,7 @@ void xa_prof_fork_child(void)
  * libunwind): from here on unwinding is safe. Nothing is unwound before. */
 __attribute__((constructor)) static void prof_ctor(void)
 {
-    __atomic_store_n(&ctor_done, true, __ATOMIC_RELEASE);
+    __atomic_fetch_and(&held, (uint8_t)~HELD_BY_CTOR, __ATOMIC_RELEASE);
 }
 
 __attribute__((destructor)) static void prof_dtor(void)

@@ -52,9 +52,10 @@ XA_FAST_PATH bool xa_prof_sample_due(size_t size)
 /* ---- sampled blocks (prof build only) ----
  * malloc.c places a sampled block so that its frees reach a slow path by
  * themselves: a small one (slab) is handed out past a header that holds
- * its record (tagged), a big one (large or huge) is entered in a table by
- * address, which the big blocks' free path consults through the filter
- * below. */
+ * its record (tagged); a big one (large or huge) keeps its record in its
+ * run descriptor (xa_slab.prof_rec), which the big blocks' free path,
+ * never a fast path, reads. No table and no lock: a sample whose stack
+ * the cache knows is recorded and dropped by its thread alone. */
 
 /* The sample's own paths: not cold (XA_SLOW_PATH), which would have gcc
  * build them and all they inline for size; with blocks near the sample
@@ -66,41 +67,23 @@ XA_FAST_PATH bool xa_prof_sample_due(size_t size)
  * counter armed, not inside an unwind, not in a fork child, prof_active). */
 XA_PROF_PATH bool xa_prof_sample_begin(void);
 /* Records block p (user pointer, size bytes requested): unwinds, interns
- * the stack, counts. slot: where the block keeps its record (its header;
- * NULL there when none could be made); NULL: p is entered in the table of
- * sampled blocks instead. Returns p. Pre: xa_prof_sample_begin() returned
- * true; no allocator lock held. */
+ * the stack, counts. slot: where the block keeps its record (its header,
+ * or its run descriptor's prof_rec); NULL there when none could be made.
+ * Returns p. Pre: xa_prof_sample_begin() returned true; no allocator lock
+ * held; only this thread can reach p. */
 XA_PROF_PATH void *xa_prof_sample_record(void *p, size_t size, void **slot);
 /* A tagged block with record rec is freed: it leaves the profile. */
 XA_PROF_PATH void xa_prof_sample_drop(void *rec);
 
-/* One byte per 4 KiB page of address space (modulo 4 GiB): non-zero when a
- * sampled big block starts in a page of that index. Frees of big blocks
- * read one byte and look in the table only for blocks on such pages. All
- * zero when prof is off (untouched .bss). */
-#define XA_PROF_FILTER_BITS 20
-extern uint8_t xa_prof_filter[(size_t)1 << XA_PROF_FILTER_BITS];
-
-static inline size_t xa_prof_filter_index(const void *p)
-{
-    return (size_t)((uintptr_t)p >> 12) & (((size_t)1 << XA_PROF_FILTER_BITS) - 1);
-}
-
-/* Removes p from the table if it is a sampled big block; returns p. */
-XA_PROF_PATH void *xa_prof_free_slow(void *p);
-
-/* True when p may be a sampled big block (its page's filter byte is set):
- * the caller then calls xa_prof_free_slow(p) before freeing it. */
-XA_FAST_PATH bool xa_prof_maybe_sampled(const void *p)
-{
-#if XA_PROF
-    return xa_unlikely(xa_prof_on && __atomic_load_n(&xa_prof_filter[xa_prof_filter_index(p)],
-                                                     __ATOMIC_RELAXED) != 0);
-#else
-    (void)p;
-    return false;
-#endif
-}
+/* The record in *slot (not NULL) when it is block p's; NULL when p is not
+ * sampled. A descriptor's slot may hold a stale record (a huge chunk's
+ * header reused from the huge cache, say): a record knows its block, and
+ * a released one none. The caller clears *slot when it takes the record.
+ * Pre: the caller frees, moves or resizes p (no other thread can). */
+XA_PROF_PATH void *xa_prof_sample_of(void *const *slot, const void *p);
+/* Big block p is freed: its record, if *slot holds p's, leaves the
+ * profile and *slot is cleared. */
+XA_PROF_PATH void xa_prof_sample_free(void **slot, const void *p);
 
 /* ---- realloc ----
  * A block that grows by realloc counts only its growth against the sample
@@ -110,25 +93,18 @@ XA_FAST_PATH bool xa_prof_maybe_sampled(const void *p)
  * malloc of its final size. A sampled block stays sampled (same stack)
  * through realloc: its record is taken out of the profile (and the table)
  * before, and put back for the block realloc returns after. */
-XA_SLOW_PATH void *xa_prof_realloc_take_slow(void *p);
-/* Takes the record of a tagged block out of the profile; returns it. */
+/* Takes record rec (claimed, or a tagged block's) out of the profile;
+ * returns it. */
 XA_SLOW_PATH void *xa_prof_sample_take(void *rec);
 /* Puts a taken record back for block p of size bytes (growth counts as
  * allocated bytes of its stack; SIZE_MAX: the size it had, a realloc that
- * failed), stored in *slot, or entered in the table when slot is NULL; p
- * NULL: the block was freed, the record is released. */
+ * failed), stored in *slot; p NULL: the block was freed, the record is
+ * released. */
 XA_SLOW_PATH void xa_prof_sample_put(void *rec, void *p, size_t size, void **slot);
 
-/* Sampled big block p (if it is one) now has size bytes, where it was:
- * its record stays in the table, its counts follow. */
-XA_SLOW_PATH void xa_prof_sample_resize(void *p, size_t size);
-
-/* The record of sampled big block p, taken out of the table; NULL when p
- * is not one. */
-XA_FAST_PATH void *xa_prof_realloc_take(void *p)
-{
-    return xa_prof_maybe_sampled(p) ? xa_prof_realloc_take_slow(p) : NULL;
-}
+/* The sampled big block of record rec (in its slot) now has size bytes,
+ * where it was: the record stays, its counts follow. */
+XA_SLOW_PATH void xa_prof_sample_resize(void *rec, size_t size);
 
 /* ---- process hooks (init.c), prof build only ---- */
 

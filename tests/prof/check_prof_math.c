@@ -1,7 +1,8 @@
 /* check_prof_math.c: the sampler's libm-free logarithm and 1 - e^-x
  * (src/prof_math.h) against libm, over the ranges the sampler feeds
  * them (and the table logarithm the draw uses): u in (0, 1] for the exponential distances, size / prof_sample
- * from 1e-12 (one byte in 1 TiB) to far past 40 for the estimates. */
+ * from 1e-12 (one byte in 1 TiB) to far past 40 for the estimates (and
+ * the estimate's own factor, x / (1 - e^-x)). */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
@@ -130,6 +131,27 @@ START_TEST(test_one_minus_exp_neg_edges)
 }
 END_TEST
 
+/* The estimate's factor x / (1 - e^-x): both sides of 1 (series / exp),
+ * the limits (1 at 0, x from 40 on) and a sweep of what sizes give. */
+START_TEST(test_size_over_p_matches_libm)
+{
+    double worst = 0.0;
+    for (double x = 1e-12; x < 60.0; x *= 1.0007) {
+        double want = x < 40.0 ? x / -expm1(-x) : x;
+        worst = fmax(worst, rel_err(xa_prof_size_over_p(x), want));
+    }
+    const double fixed[] = {0.999999999999, 1.0, 1.000000000001, 0.5, 0.125, 39.999, 40.0};
+    for (unsigned i = 0; i < sizeof fixed / sizeof *fixed; i++) {
+        double x = fixed[i];
+        worst = fmax(worst, rel_err(xa_prof_size_over_p(x), x / -expm1(-x)));
+    }
+    ck_assert_msg(worst < 1e-12, "worst relative error %g", worst);
+    ck_assert(xa_prof_size_over_p(0.0) == 1.0);
+    ck_assert(xa_prof_size_over_p(NAN) == 1.0);
+    ck_assert(xa_prof_size_over_p(1e300) == 1e300);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("prof_math");
@@ -139,6 +161,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, test_neg_ln_unit_is_exponential);
     tcase_add_test(tc, test_one_minus_exp_neg_matches_libm);
     tcase_add_test(tc, test_one_minus_exp_neg_edges);
+    tcase_add_test(tc, test_size_over_p_matches_libm);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,10 +1,10 @@
-/* tally.c: the threads' tallies of sampled small blocks (prof.c) under
+/* tally.c: the threads' tallies of sampled blocks (prof.c) under
  * load, meant for prof_sample:1 (every allocation sampled, estimates equal
  * to the sizes). Workers in two waves (the first exits, its tallies are
  * folded and reused by the second) allocate from keep_site (kept), from
  * pass_site (freed by a consumer thread that allocates nothing sampled
- * itself; now and then a big block, entered in the table of sampled big
- * blocks), from gone_site (freed at once) and through 0..23 frames of
+ * itself; now and then a big block, whose record its run descriptor
+ * holds), from gone_site (freed at once) and through 0..23 frames of
  * deep() to deep_site (more stacks than a tally has slots; one in five
  * depths kept), and grow buffers from grow_site by realloc (a sampled
  * big block resized in place); a thread forks children that allocate,
@@ -122,7 +122,7 @@ static void *worker(void *arg)
                 free(gone_site(size));
             }
             break;
-        case 1: /* (now and then a big block: the table of sampled big blocks) */
+        case 1: /* (now and then a big block: its record in its descriptor) */
             push(pass_site(i % 128 == 1 ? size << 9 : size));
             break;
         case 2:
