@@ -843,9 +843,7 @@ static void **prof_new_big_slot(void *p)
 {
     if (xa_region_of(p) != XA_REGION_HUGE) { /* (a chunk of runs: no lookup) */
         xa_chunk *c = xa_chunk_of(p);
-        xa_slab *s = xa_run_of(c, p);
-        return s->kind == XA_RUN_LARGE && p == xa_unit_addr(c, s->first_unit) ? &s->prof_rec
-                                                                                : NULL;
+        return prof_big_slot_in(c, xa_run_of(c, p), p);
     }
     xa_chunk *c = xa_chunkmap_lookup(p);
     return c ? prof_big_slot(c, p) : NULL;
@@ -1026,8 +1024,8 @@ static XA_NOINLINE void *realloc_prof(void *p, size_t size)
         xa_slab *rs = xa_run_of(rc, p);
         if (rs->kind == XA_RUN_SMALL && xa_slab_is_block(rs, p))
             return realloc_counted(p, size, rs->block_size);
-        if (rs->kind == XA_RUN_LARGE && p == xa_unit_addr(rc, rs->first_unit) && !rs->in_full &&
-            !rs->prof_rec)
+        void **slot = prof_big_slot_in(rc, rs, p); /* (a large run's user pointer) */
+        if (slot && !*slot)
             return realloc_counted(p, size, (size_t)rs->units << XA_UNIT_SHIFT);
     }
     return realloc_prof_slow(p, size);
@@ -1040,8 +1038,9 @@ static XA_NOINLINE void *realloc_prof_slow(void *p, size_t size)
     if (xa_likely(xa_region_of(p) == XA_REGION_RUNS) && size != 0) {
         xa_chunk *rc = xa_chunk_of(p);
         xa_slab *rs = xa_run_of(rc, p);
-        if (rs->kind == XA_RUN_LARGE && p == xa_unit_addr(rc, rs->first_unit) && !rs->in_full) {
-            void *rec = rs->prof_rec ? xa_prof_sample_of(&rs->prof_rec, p) : NULL;
+        void **slot = prof_big_slot_in(rc, rs, p);
+        if (slot) { /* (a large run: a chunk of runs holds no huge block) */
+            void *rec = *slot ? xa_prof_sample_of(slot, p) : NULL;
             if (!rec) /* (a stale record) */
                 return realloc_counted(p, size, (size_t)rs->units << XA_UNIT_SHIFT);
             if (size > REALLOC_RUN_MIN && size <= XA_LARGE_MAX &&

@@ -617,6 +617,17 @@ static void sc_remember(uintptr_t ra, uintptr_t anchor, const uintptr_t *raw, un
 /* A record of block p (size bytes, stack st) counted in t's tally,
  * without prof_lock while t has a free record and a slot of st; NULL
  * when metadata memory ran out. Keeps errno. */
+/* The estimate for a block of size bytes, through t's one-entry cache (a
+ * thread sampling blocks of one size pays for the series once). */
+static inline uint64_t pt_estimate(pthr *t, uint64_t size)
+{
+    if (size != t->est_size) {
+        t->est = estimate(size);
+        t->est_size = size;
+    }
+    return t->est;
+}
+
 /* Record r, t's first free one, made for block p (size bytes, stack st)
  * and counted in t's slot sl of st. No call: the sample's common case
  * (xa_prof_sample_record) runs it with no frame to save registers in. */
@@ -626,15 +637,11 @@ static inline __attribute__((always_inline)) void pt_fill(pthr *t, pt_slot *sl, 
 {
     t->recs = r->next;
     t->nrecs--;
-    if (size != t->est_size) {
-        t->est = estimate(size);
-        t->est_size = size;
-    }
     r->next = NULL;
     r->ptr = p;
     r->stack = st;
     r->size = size;
-    r->est = t->est;
+    r->est = pt_estimate(t, size);
     pt_write_begin(t);
     pt_sum_add(sl, C_LIVE_COUNT, 1);
     pt_sum_add(sl, C_LIVE_BYTES, size);
@@ -848,11 +855,7 @@ XA_SLOW_PATH void xa_prof_sample_put(void *rec, void *p, size_t size, void **slo
             growth = size > r->size ? size - r->size : 0;
             r->size = size;
         }
-        if (r->size != t->est_size) {
-            t->est = estimate(r->size);
-            t->est_size = r->size;
-        }
-        r->est = t->est;
+        r->est = pt_estimate(t, r->size);
         r->ptr = p;
         pt_slot *sl = pt_slot_for(t, r->stack);
         pt_write_begin(t);
@@ -890,18 +893,15 @@ XA_SLOW_PATH void xa_prof_sample_resize(void *rec, size_t size)
     pthr *t;
     if (xa_likely(pt_tally) && (t = pt_get()) != NULL) {
         /* The differences through the tally: no prof_lock per step. */
-        if (size != t->est_size) {
-            t->est = estimate(size);
-            t->est_size = size;
-        }
+        uint64_t est = pt_estimate(t, size);
         pt_slot *sl = pt_slot_for(t, r->stack);
         pt_write_begin(t);
         pt_sum_add(sl, C_LIVE_BYTES, (uint64_t)size - r->size);
-        pt_sum_add(sl, C_LIVE_EST, t->est - r->est);
+        pt_sum_add(sl, C_LIVE_EST, est - r->est);
         pt_sum_add(sl, C_ALLOC_BYTES, growth);
         pt_write_end(t);
         r->size = size;
-        r->est = t->est;
+        r->est = est;
         return;
     }
     xa_lock_acquire(&prof_lock);
