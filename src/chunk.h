@@ -6,8 +6,9 @@
  * holds the header (its first page: the chunk's fields and the run
  * descriptors); units 1..31 are cut into runs. A run is either free, a slab
  * of one size class, or one large block. Its descriptor is slabs[first
- * unit]; first_of[u] gives the first unit of the run holding unit u, so
- * free() finds a block's slab with two loads.
+ * unit]; first_of[u] gives the first unit of the run holding unit u.
+ * free() tries slabs[unit of p] first (no load: see xa_unit_desc), so a
+ * descriptor inside a run (not its first unit) stays zeroed.
  * A huge block is a chunk of its own (several 2 MiB regions) whose slabs[0]
  * has kind XA_RUN_HUGE. */
 #ifndef XA_CHUNK_H
@@ -271,5 +272,13 @@ static inline xa_slab *xa_run_of(xa_chunk *c, const void *p)
 }
 _Static_assert(offsetof(xa_chunk, slabs) == 0 && sizeof(xa_slab) == 128,
                "xa_run_of: descriptor i at 128 * i");
+
+/* slabs[unit of p]: p's run's descriptor when p is in the run's first unit
+ * (free()'s guess, no load). For a later unit of a run it is a descriptor
+ * of no run, zeroed (div_magic 0, heap NULL: see xa_run_free). */
+static inline xa_slab *xa_unit_desc(xa_chunk *c, const void *p)
+{
+    return &c->slabs[((uintptr_t)p - (uintptr_t)c) >> XA_UNIT_SHIFT];
+}
 
 #endif /* XA_CHUNK_H */

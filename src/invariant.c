@@ -115,9 +115,15 @@ static void check_chunk(struct ctx *x, xa_arena *a, xa_chunk *c, uint64_t *free_
                 s->first_unit, s->units);
             return;
         }
-        for (unsigned k = u; k < u + s->units; k++)
+        for (unsigned k = u; k < u + s->units; k++) {
             if (c->first_of[k] != u)
                 bad(x, "chunk %p: first_of[%u] = %u, want %u", (void *)c, k, c->first_of[k], u);
+            /* free() reads slabs[k] before it knows k starts a run: past
+             * the first unit the descriptor must fail its block test. */
+            if (k > u && (c->slabs[k].div_magic != 0 || c->slabs[k].heap != NULL))
+                bad(x, "chunk %p: unit %u inside run %u has a slab's descriptor", (void *)c, k,
+                    u);
+        }
         switch (s->kind) {
         case XA_RUN_FREE:
             if (prev_free)

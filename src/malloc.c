@@ -257,6 +257,29 @@ static size_t block_usable(const char *fn, xa_chunk *c, void *p)
 static XA_NOINLINE void free_generic(xa_chunk *c, void *p);
 static XA_NOINLINE void free_not_owned(xa_chunk *c, xa_slab *s, void *p);
 
+/* The fast path's tests failed on its unit's descriptor (p in chunk c's
+ * 2 MiB): a block in a later unit of a multi-unit slab takes the fast
+ * path's steps with its run's own descriptor; anything else (a bad
+ * pointer, a double free, a large block, junk or profiling work) fails
+ * them again (the same descriptor, for a run's first unit) and goes to
+ * free_generic. */
+static XA_NOINLINE void free_check(xa_chunk *c, void *p)
+{
+    xa_slab *s = xa_run_of(c, p);
+    if (xa_slab_is_block(s, p) && !xa_block_marked_free(p)) {
+        xa_heap *h = xa_tls_heap;
+        if (s->heap == h) {
+            xa_heap_free_owned(h, s, p);
+            return;
+        }
+        if (s->kind == XA_RUN_SMALL) {
+            xa_heap_free_remote_fast(h, c, s, p, true);
+            return;
+        }
+    }
+    free_generic(c, p);
+}
+
 /* Frees the fast path did not take; most are small blocks of another
  * thread's slab, handled here without saving registers (tail call). */
 static XA_NOINLINE void free_slow(xa_chunk *c, void *p)
@@ -375,7 +398,13 @@ XA_FAST_PATH void free_inline(void *p)
      * (Junk mode marks its chunks RUNS_SLOW: they go to free_other.) */
     if (xa_likely(xa_region_of(p) == XA_REGION_RUNS)) {
         xa_chunk *c = xa_chunk_of(p);
-        xa_slab *s = xa_run_of(c, p);
+        /* The descriptor of p's unit, by arithmetic alone: right for every
+         * block of a one-unit slab (all classes up to 8 KiB but one) and
+         * the first unit of any run. Inside a longer run it describes
+         * nothing (xa_run_free keeps it so) and fails the block test,
+         * which sends p to free_check. No load on the way to the push's
+         * address: the next malloc's load of s->free waits for it. */
+        xa_slab *s = xa_unit_desc(c, p);
         /* One register for the descriptor: without this gcc folds its
          * address into each field's displacement and computes it again
          * (five instructions) for the tests after the push. */
@@ -387,7 +416,7 @@ XA_FAST_PATH void free_inline(void *p)
          * test) is sorted out, and reported, by free_generic. Both tests
          * come before the owner's, so a remote free need not repeat them. */
         if (xa_unlikely(!xa_slab_is_block(s, p) || xa_block_marked_free(p))) {
-            free_generic(c, p);
+            free_check(c, p);
             return;
         }
         xa_heap *h = xa_tls_heap;

@@ -134,6 +134,9 @@ void xa_run_free(xa_arena *a, xa_chunk *c, xa_slab *s)
             units += left->units;
             dunits += left->dunits;
             first = left->first_unit;
+            /* s no longer starts a run: free() reads it first for a
+             * pointer of its unit, and must find no slab there. */
+            memset(s, 0, sizeof *s);
         }
     }
     unsigned end = first + units;

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "init.h"
 #include "os.h"
+#include "sizeclass.h"
 
 static xa_arena *arena(void)
 {
@@ -102,6 +103,39 @@ START_TEST(best_fit_prefers_the_smallest_run)
     xa_arena_large_free(c, slab_of(q));
     xa_arena_large_free(c, slab_of(sep1));
     xa_arena_large_free(c, slab_of(sep2));
+}
+END_TEST
+
+/* free() takes the descriptor of a pointer's unit as its first guess: a
+ * slab whose run merges into a free run on its left stops starting a run,
+ * and its old descriptor must then describe nothing (a stale pointer into
+ * it fails the fast path's block test and is sorted out by the slow path,
+ * which reports it). */
+START_TEST(slab_merged_into_left_run_leaves_no_descriptor)
+{
+    xa_arena *a = arena();
+    void *big = xa_arena_large_alloc(a, XA_LARGE_MAX, false);
+    xa_chunk *c = xa_chunkmap_lookup(big);
+    xa_arena_large_free(c, slab_of(big));
+    void *left = xa_arena_large_alloc(a, XA_UNIT_SIZE, false);
+    ck_assert_ptr_eq(left, xa_unit_addr(c, 1));
+    unsigned cls = xa_size_class(10240);
+    ck_assert_uint_eq(xa_classes[cls].units, 2);
+    xa_slab *s = xa_arena_slab_new(a, cls, NULL);
+    ck_assert_ptr_eq(s, &c->slabs[2]);
+    void *rest = xa_arena_large_alloc(a, (XA_LARGE_MAX_UNITS - 3) * XA_UNIT_SIZE, false);
+    ck_assert_ptr_eq(rest, xa_unit_addr(c, 4));
+    /* The slab's second unit has a descriptor of no run from the start. */
+    char *second = (char *)xa_unit_addr(c, 2) + 7 * 10240; /* block 7: in unit 3 */
+    ck_assert_ptr_ne(xa_unit_desc(c, second), s);
+    ck_assert_uint_eq(xa_unit_desc(c, second)->div_magic, 0);
+    xa_arena_large_free(c, slab_of(left));
+    xa_arena_slab_free(c, s); /* merges into the free unit 1 */
+    ck_assert_uint_eq(c->first_of[2], 1);
+    ck_assert_uint_eq(c->slabs[2].div_magic, 0);
+    ck_assert_ptr_null(c->slabs[2].heap);
+    ck_assert_uint_eq(c->slabs[2].kind, XA_RUN_FREE);
+    xa_arena_large_free(c, slab_of(rest));
 }
 END_TEST
 
@@ -449,6 +483,7 @@ static Suite *make_suite(void)
     tcase_add_test(t, large_blocks_are_unit_aligned_and_disjoint);
     tcase_add_test(t, free_runs_coalesce_into_whole_chunks);
     tcase_add_test(t, best_fit_prefers_the_smallest_run);
+    tcase_add_test(t, slab_merged_into_left_run_leaves_no_descriptor);
     tcase_add_test(t, large_resize_in_place);
     tcase_add_test(t, huge_blocks_map_grow_and_unmap);
     tcase_add_test(t, purge_returns_free_chunks);
