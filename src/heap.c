@@ -546,6 +546,12 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
         s = xa_arena_slab_new(h->arena, cls, h);
         if (!s)
             return NULL;
+        /* A new slab after one went back: the class churns; its next
+         * empty slab is parked (spare_park). */
+        uint64_t bit = 1ull << cls;
+        if ((__atomic_load_n(&h->slab_returned, __ATOMIC_RELAXED) & bit) &&
+            !(__atomic_load_n(&h->slab_churn, __ATOMIC_RELAXED) & bit))
+            __atomic_fetch_or(&h->slab_churn, bit, __ATOMIC_RELAXED);
     }
     avail_push_front(h, s);
     if (!s->free && s->capacity < s->reserved)
@@ -612,13 +618,32 @@ static void wait_notifying(xa_slab *s)
 static void note_parked(xa_heap *h);
 
 /* Parks s (empty, out of the heap's lists) as its class's spare; false
- * when it is not of a big class or the class has one already. */
+ * when the class has one already, or is a smaller class that the heap
+ * does not churn (see slab_churn: a thread that allocates a little keeps
+ * no empty slab). */
 static bool spare_park(xa_heap *h, xa_slab *s)
 {
     unsigned cls = s->cls;
-    if (h->no_keep || !(s->in_full & XA_SLAB_TRIM) ||
-        atomic_load_explicit(&h->spare[cls], memory_order_relaxed))
+    bool big = s->in_full & XA_SLAB_TRIM;
+    if (h->no_keep || (big && atomic_load_explicit(&h->spare[cls], memory_order_relaxed)))
         return false;
+    if (!big && !(__atomic_load_n(&h->slab_churn, __ATOMIC_RELAXED) & (1ull << cls))) {
+        __atomic_fetch_or(&h->slab_returned, 1ull << cls, __ATOMIC_RELAXED);
+        return false;
+    }
+    /* The class's chain (linked through next), out of the slot while the
+     * owner counts it: the purger only ever takes a chain out, so the
+     * store puts back all that was there. */
+    xa_slab *old = atomic_exchange_explicit(&h->spare[cls], NULL, memory_order_acquire);
+    unsigned depth = 0;
+    for (const xa_slab *t = old; t; t = t->next)
+        depth++;
+    if (depth >= XA_SPARES_SMALL) {
+        atomic_store_explicit(&h->spare[cls], old, memory_order_release);
+        return false;
+    }
+    s->next = old;
+    s->prev = NULL;
     __atomic_store_n(&h->spare_ns[cls], __atomic_load_n(&coarse_now_ns, __ATOMIC_RELAXED),
                      __ATOMIC_RELAXED);
     __atomic_fetch_add(&h->spare_count, 1, __ATOMIC_RELAXED);
@@ -627,14 +652,20 @@ static bool spare_park(xa_heap *h, xa_slab *s)
     return true;
 }
 
-/* The class's spare, now the caller's; NULL when there is none. */
+/* One of the class's spares, now the caller's; NULL when there is none.
+ * The rest of the chain goes back into the slot (the owner is the only
+ * thread that stores there: see spare_park). */
 static xa_slab *spare_take(xa_heap *h, unsigned cls)
 {
     if (!atomic_load_explicit(&h->spare[cls], memory_order_relaxed))
         return NULL;
     xa_slab *s = atomic_exchange_explicit(&h->spare[cls], NULL, memory_order_acquire);
-    if (s)
+    if (s) {
+        if (s->next)
+            atomic_store_explicit(&h->spare[cls], s->next, memory_order_release);
+        s->next = NULL;
         __atomic_fetch_sub(&h->spare_count, 1, __ATOMIC_RELAXED);
+    }
     return s;
 }
 
@@ -646,16 +677,27 @@ static bool spare_flush(xa_heap *h, uint64_t now, bool force)
         return false;
     bool left = false;
     uint64_t decay_ns = (uint64_t)__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) * 1000000u;
-    for (unsigned c = xa_size_class(XA_TRIM_MIN_BLOCK); c < XA_NCLASSES; c++) {
+    for (unsigned c = 0; c < XA_NCLASSES; c++) {
         if (!atomic_load_explicit(&h->spare[c], memory_order_relaxed))
             continue;
         if (!force && now - __atomic_load_n(&h->spare_ns[c], __ATOMIC_RELAXED) < decay_ns) {
             left = true;
             continue;
         }
-        xa_slab *s = spare_take(h, c);
-        if (s)
+        /* The whole chain: not taken for decay_ms, the class no longer
+         * churns. */
+        xa_slab *s = atomic_exchange_explicit(&h->spare[c], NULL, memory_order_acquire);
+        if (s) {
+            __atomic_fetch_and(&h->slab_churn, ~(1ull << c), __ATOMIC_RELAXED);
+            __atomic_fetch_and(&h->slab_returned, ~(1ull << c), __ATOMIC_RELAXED);
+        }
+        while (s) {
+            xa_slab *next = s->next;
+            s->next = NULL;
+            __atomic_fetch_sub(&h->spare_count, 1, __ATOMIC_RELAXED);
             xa_arena_slab_free(xa_chunk_of(s), s);
+            s = next;
+        }
     }
     return left;
 }
@@ -1589,6 +1631,9 @@ static void heap_release_all(xa_heap *h)
         set_never_notify(s);
     drain_delayed(h);
     large_cache_flush(h, 0, true);
+    /* (what the heap learnt of its thread's classes goes with it) */
+    __atomic_store_n(&h->slab_returned, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->slab_churn, 0, __ATOMIC_RELAXED);
     for (unsigned c = 0; c < XA_NCLASSES; c++) {
         head_move(h, h->avail[c], NULL);
         for (xa_slab *s = h->avail[c]; s;) {

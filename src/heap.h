@@ -15,6 +15,9 @@
 #include "sizeclass.h"
 
 #define XA_LARGE_CACHE_SLOTS 4
+/* Empty slabs a heap parks per class it churns (see slab_churn); a big
+ * class (XA_SLAB_TRIM) parks one. */
+#define XA_SPARES_SMALL 4
 /* Live thread heaps from which the purger thread is worth starting under
  * background_thread:auto, for idle reclaim (see heap.c). */
 #define XA_HEAPS_MANY 4
@@ -68,6 +71,13 @@ typedef struct xa_heap {
     _Atomic(xa_slab *) spare[XA_NCLASSES];
     uint64_t spare_ns[XA_NCLASSES]; /* atomic: when each was parked */
     uint32_t spare_count;          /* atomic: spares parked */
+    /* Smaller classes park a spare only once the heap churns their slabs
+     * (bit per class, atomic: the purger clears them): slab_returned, it
+     * gave an empty slab of the class back to the arena; slab_churn, it
+     * then took a new one (a batch of blocks that needs one slab more
+     * than the head, allocated and freed in rounds). A spare unused for
+     * decay_ms clears both. */
+    uint64_t slab_returned, slab_churn;
     uint64_t trimmed_bytes;        /* bytes of free blocks purged (statistics) */
     uint64_t trim_pending;         /* big-class bytes freed since the last trim */
     uint64_t remote_trim_pending;  /* big blocks of others freed since the last upkeep */

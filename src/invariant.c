@@ -338,17 +338,21 @@ static void check_heap(struct ctx *x, xa_heap *h)
         bad(x, "heap: the outbox holds %u blocks, the count says %u", held, h->outbox_held);
     uint32_t spares = 0;
     for (unsigned cls = 0; cls < XA_NCLASSES; cls++) {
-        xa_slab *s = atomic_load_explicit(&h->spare[cls], memory_order_relaxed);
-        if (!s)
-            continue;
-        spares++;
-        /* Empty, of its class, of this heap, in no list of it. */
-        if (s->kind != XA_RUN_SMALL || s->cls != cls || s->heap != h || xa_slab_used(s) != 0 ||
-            !(s->in_full & XA_SLAB_TRIM) || (s->in_full & XA_SLAB_IN_FULL) || s == h->cur[cls])
-            bad(x, "heap: spare %u is slab %p (kind %u, class %u, used %u)", cls, (void *)s,
-                s->kind, s->cls, xa_slab_used(s));
-        else
+        unsigned depth = 0;
+        for (xa_slab *s = atomic_load_explicit(&h->spare[cls], memory_order_relaxed); s;
+             s = s->next) {
+            spares++;
+            /* Empty, of its class, of this heap, in no list of it; one of
+             * a big class, XA_SPARES_SMALL of another. */
+            if (s->kind != XA_RUN_SMALL || s->cls != cls || s->heap != h ||
+                xa_slab_used(s) != 0 || (s->in_full & XA_SLAB_IN_FULL) || s == h->cur[cls] ||
+                ++depth > ((s->in_full & XA_SLAB_TRIM) ? 1u : XA_SPARES_SMALL)) {
+                bad(x, "heap: spare %u is slab %p (kind %u, class %u, used %u)", cls, (void *)s,
+                    s->kind, s->cls, xa_slab_used(s));
+                break;
+            }
             check_slab(x, xa_chunk_of(s), s, true);
+        }
     }
     if (spares != __atomic_load_n(&h->spare_count, __ATOMIC_RELAXED))
         bad(x, "heap: %u spare slabs, the count says %u", spares, h->spare_count);

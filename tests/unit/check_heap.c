@@ -213,6 +213,78 @@ START_TEST(small_class_keeps_no_spare)
 }
 END_TEST
 
+/* A batch of blocks that needs more slabs than the head, allocated and
+ * freed in rounds: the first round gives its empty slabs back; once the
+ * heap takes a new slab after that, the class churns and its empty slabs
+ * are parked (XA_SPARES_SMALL at most) for the next round, which takes
+ * them without the arena; unused for decay_ms they go back. */
+static unsigned round_trip(unsigned cls, unsigned n, void **p, xa_slab **seen)
+{
+    unsigned slabs = 0;
+    for (unsigned i = 0; i < n; i++) {
+        ck_assert_ptr_nonnull(p[i] = xa_test_malloc(xa_classes[cls].size));
+        xa_slab *s = slab_of(p[i]);
+        bool known = false;
+        for (unsigned k = 0; k < slabs; k++)
+            known |= seen[k] == s;
+        if (!known)
+            seen[slabs++] = s;
+    }
+    for (unsigned i = 0; i < n; i++)
+        xa_test_free(p[i]);
+    return slabs;
+}
+
+START_TEST(churned_small_class_parks_spares_until_decay)
+{
+    enum { SIZE = 1024, ROUND_SLABS = 3, MAX = 8 * 64 };
+    unsigned cls = xa_size_class(SIZE);
+    uint32_t per = xa_classes[cls].blocks;
+    ck_assert_uint_lt(SIZE, XA_TRIM_MIN_BLOCK);
+    ck_assert_uint_le((XA_SPARES_SMALL + 3) * per, MAX);
+    static void *p[MAX];
+    xa_slab *seen[16];
+    xa_heap *h = xa_heap_get();
+    uint64_t bit = 1ull << cls;
+
+    /* Round 1: nothing learnt yet, the empty slabs go back. */
+    round_trip(cls, ROUND_SLABS * per, p, seen);
+    ck_assert_ptr_null(spare_of(h, cls));
+    ck_assert_uint_ne(h->slab_returned & bit, 0);
+    ck_assert_uint_eq(h->slab_churn & bit, 0);
+    assert_clean();
+
+    /* Round 2 takes new slabs: churn; its empty slabs but the head are parked. */
+    round_trip(cls, ROUND_SLABS * per, p, seen);
+    ck_assert_uint_ne(h->slab_churn & bit, 0);
+    ck_assert_uint_eq(h->spare_count, ROUND_SLABS - 1);
+    assert_clean();
+
+    /* Round 3 is served by the head and the spares. */
+    xa_slab *parked[2] = {spare_of(h, cls), spare_of(h, cls)->next};
+    ck_assert_ptr_nonnull(parked[1]);
+    ck_assert_uint_eq(round_trip(cls, ROUND_SLABS * per, p, seen), ROUND_SLABS);
+    for (unsigned k = 0; k < 2; k++)
+        ck_assert(seen[1] == parked[k] || seen[2] == parked[k]);
+    ck_assert_uint_eq(h->spare_count, ROUND_SLABS - 1);
+
+    /* A wider round parks XA_SPARES_SMALL at most. */
+    round_trip(cls, (XA_SPARES_SMALL + 3) * per, p, seen);
+    ck_assert_uint_eq(h->spare_count, XA_SPARES_SMALL);
+    assert_clean();
+
+    /* Unused for decay_ms: back to the arena, and the class forgotten. */
+    xa_slab *first = spare_of(h, cls);
+    xa_heaps_decay_caches(UINT64_MAX / 2);
+    ck_assert_ptr_null(spare_of(h, cls));
+    ck_assert_uint_eq(h->spare_count, 0);
+    ck_assert_uint_ne(first->kind, XA_RUN_SMALL);
+    ck_assert_uint_eq(h->slab_churn & bit, 0);
+    ck_assert_uint_eq(h->slab_returned & bit, 0);
+    assert_clean();
+}
+END_TEST
+
 enum { BLOCKS = 1000, BLOCK_SIZE = 64 };
 static void *blocks[BLOCKS];
 
@@ -848,6 +920,7 @@ static Suite *heap_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, emptied_big_slab_is_parked_reused_and_decayed);
     tcase_add_test(tc, small_class_keeps_no_spare);
+    tcase_add_test(tc, churned_small_class_parks_spares_until_decay);
     tcase_add_test(tc, rare_class_borrows_from_twice_its_size);
     tcase_add_test(tc, holes_are_used_before_a_new_page_is_carved);
     tcase_add_test(tc, full_foreign_stack_keeps_its_blocks_and_exit_returns_them);

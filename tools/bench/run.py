@@ -259,6 +259,13 @@ def build_cases(p: dict) -> list[Case]:
         cases.append(Case(f"malloc-test {human_size(size)} t5", "malloc-test",
                           "malloc_test", ["threads=5", f"size={size}", f"pairs={n(pr * s)}"],
                           details=["ns_per_pair", "ops_per_sec"]))
+    # batches: B blocks allocated, then freed, in rounds (a request's
+    # buffers); more blocks than one slab or span holds
+    for size, b in {1024: 100, 4096: 40, 10240: 24}.items():
+        cases.append(Case(f"malloc-test {human_size(size)} batch {b} t1", "malloc-test",
+                          "malloc_test", ["threads=1", f"size={size}", f"batch={b}",
+                                          f"pairs={n(2e6 * s)}"],
+                          details=["ns_per_pair", "ops_per_sec"]))
     # stats overhead: xalloc only, stats:off vs stats:on, same binary
     for st in ("off", "on"):
         cases.append(Case(f"malloc-test 64 B t1 stats:{st}", "stats", "malloc_test",

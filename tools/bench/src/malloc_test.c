@@ -2,14 +2,18 @@
  * jemalloc): T threads each do R malloc/free pairs of S bytes, back to back.
  * It measures the allocator's fast path for one size; the callgrind rows of
  * the suite run it twice with different R and take the difference, so the
- * per-pair instruction count excludes start-up and thread creation. */
+ * per-pair instruction count excludes start-up and thread creation.
+ * batch=B (default 1): each thread allocates B blocks, then frees them in
+ * the same order, in rounds (a request's buffers): with B blocks more
+ * than one slab or span holds, an allocator that gives an emptied one
+ * back at once takes it again every round. */
 #include "bench.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-static uint64_t pairs;
+static uint64_t pairs, batch;
 static size_t size;
 static pthread_barrier_t start_line;
 
@@ -17,6 +21,27 @@ static void *worker(void *arg)
 {
     (void)arg;
     pthread_barrier_wait(&start_line);
+    if (batch > 1) {
+        char **held = malloc(batch * sizeof *held);
+        if (!held) {
+            fprintf(stderr, "malloc_test: no memory for the batch\n");
+            exit(1);
+        }
+        for (uint64_t i = 0; i < pairs; i += batch) {
+            for (uint64_t k = 0; k < batch; k++) {
+                if (!(held[k] = malloc(size))) {
+                    fprintf(stderr, "malloc_test: malloc(%zu) failed\n", size);
+                    exit(1);
+                }
+                held[k][0] = (char)k;
+                bench_sink(held[k]);
+            }
+            for (uint64_t k = 0; k < batch; k++)
+                free(held[k]);
+        }
+        free(held);
+        return NULL;
+    }
     for (uint64_t i = 0; i < pairs; i++) {
         char *p = malloc(size);
         if (!p) {
@@ -32,15 +57,17 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-    bench_args(argc, argv, "malloc_test threads=1 pairs=1000000 size=64");
+    bench_args(argc, argv, "malloc_test threads=1 pairs=1000000 size=64 batch=1");
     unsigned threads = (unsigned)bench_arg_u64("threads", 1);
     pairs = bench_arg_u64("pairs", 1000000);
     size = (size_t)bench_arg_u64("size", 64);
+    batch = bench_arg_u64("batch", 1);
     bench_args_done();
-    if (threads < 1 || threads > 256 || size < 1) {
-        fprintf(stderr, "malloc_test: threads must be 1..256, size >= 1\n");
+    if (threads < 1 || threads > 256 || size < 1 || batch < 1 || batch > 1000000) {
+        fprintf(stderr, "malloc_test: threads must be 1..256, size >= 1, batch 1..1000000\n");
         return 2;
     }
+    pairs = (pairs + batch - 1) / batch * batch; /* whole rounds */
 
     pthread_t tid[256];
     pthread_barrier_init(&start_line, NULL, threads + 1);
@@ -59,6 +86,7 @@ int main(int argc, char **argv)
     bench_result_begin("malloc-test");
     bench_kv_u64("threads", threads);
     bench_kv_u64("size", size);
+    bench_kv_u64("batch", batch);
     bench_kv_u64("ops", ops);
     bench_kv_f("secs", secs);
     bench_kv_f("ops_per_sec", (double)ops / secs);
