@@ -63,11 +63,14 @@ typedef struct xa_heap {
     uint64_t large_cache_ns[XA_LARGE_CACHE_SLOTS]; /* atomic: when each was parked */
     uint64_t last_trim_ns;         /* last purge of big free blocks */
     uint64_t park_noticed_ns;      /* coarse clock when a parked block last woke the purger */
-    /* One empty slab per big class (blocks of XA_TRIM_MIN_BLOCK and up),
-     * parked when it empties instead of going back to the arena: a thread
-     * whose set of big blocks breathes takes it again without the arena
-     * lock, a purge and page faults. Claimed by exchange (owner or purger),
-     * returned to the arena after decay_ms like the large-block slots. */
+    /* Empty slabs parked when they empty instead of going back to the
+     * arena: one per big class (blocks of XA_TRIM_MIN_BLOCK and up), up to
+     * XA_SPARES_SMALL per other class the heap churns (slab_churn), in a
+     * chain through next. A thread whose set of blocks breathes takes them
+     * again without the arena lock, a purge, carving and page faults. A
+     * chain is taken out of its slot by exchange (owner or purger; only
+     * the owner stores one back), and returned to the arena after
+     * decay_ms like the large-block slots. */
     _Atomic(xa_slab *) spare[XA_NCLASSES];
     uint64_t spare_ns[XA_NCLASSES]; /* atomic: when each was parked */
     uint32_t spare_count;          /* atomic: spares parked */
