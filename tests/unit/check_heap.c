@@ -285,6 +285,85 @@ START_TEST(churned_small_class_parks_spares_until_decay)
 }
 END_TEST
 
+/* Blocks past the first unit of a 2-unit slab (10 KiB class): free()'s
+ * guess of the descriptor fails there and free_check takes its steps with
+ * the run's own descriptor, for the owner and for another thread; a second
+ * free of such a block is still reported. */
+enum { SECOND_UNIT_SIZE = 10240 };
+static void *second_unit[16];
+static unsigned second_unit_n;
+
+static void *free_second_unit_blocks(void *arg)
+{
+    (void)arg;
+    for (unsigned i = 0; i < second_unit_n; i++)
+        xa_test_free(second_unit[i]);
+    return NULL;
+}
+
+static void *alloc_slab_of_10k(void **p, unsigned per)
+{
+    for (unsigned i = 0; i < per; i++)
+        ck_assert_ptr_nonnull(p[i] = xa_test_malloc(SECOND_UNIT_SIZE));
+    xa_slab *s = slab_of(p[0]);
+    second_unit_n = 0;
+    for (unsigned i = 0; i < per; i++) {
+        ck_assert_ptr_eq(slab_of(p[i]), s);
+        if (xa_unit_desc(xa_chunk_of(p[i]), p[i]) != s)
+            second_unit[second_unit_n++] = p[i];
+    }
+    return s;
+}
+
+START_TEST(blocks_past_a_slabs_first_unit_are_freed_by_owner_and_others)
+{
+    unsigned cls = xa_size_class(SECOND_UNIT_SIZE);
+    unsigned per = xa_classes[cls].blocks;
+    ck_assert_uint_eq(xa_classes[cls].units, 2);
+    ck_assert_uint_le(per, 16);
+    void *p[16];
+    xa_slab *s = alloc_slab_of_10k(p, per);
+    ck_assert_uint_gt(second_unit_n, 0);
+    ck_assert_uint_lt(second_unit_n, per);
+    /* The owner: each goes onto its slab's own list. */
+    uint32_t used = xa_slab_used(s);
+    for (unsigned i = 0; i < second_unit_n; i++) {
+        xa_test_free(second_unit[i]);
+        ck_assert_ptr_eq((void *)s->free, second_unit[i]);
+    }
+    ck_assert_uint_eq(xa_slab_used(s), used - second_unit_n);
+    assert_clean();
+    /* Taken again, then freed by another thread: on the slab's remote list. */
+    for (unsigned i = 0; i < second_unit_n; i++)
+        ck_assert_ptr_eq(xa_test_malloc(SECOND_UNIT_SIZE), second_unit[second_unit_n - 1 - i]);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, free_second_unit_blocks, NULL), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    uintptr_t tf = atomic_load_explicit(&s->thread_free, memory_order_acquire);
+    ck_assert_uint_eq(xa_tf_count(tf), second_unit_n);
+    assert_clean();
+    for (unsigned i = 0; i < per; i++) {
+        bool second = false;
+        for (unsigned k = 0; k < second_unit_n; k++)
+            second |= p[i] == second_unit[k];
+        if (!second)
+            xa_test_free(p[i]);
+    }
+    assert_clean();
+}
+END_TEST
+
+START_TEST(double_free_past_a_slabs_first_unit_is_reported)
+{
+    unsigned cls = xa_size_class(SECOND_UNIT_SIZE);
+    void *p[16];
+    alloc_slab_of_10k(p, xa_classes[cls].blocks);
+    ck_assert_uint_gt(second_unit_n, 0);
+    xa_test_free(second_unit[0]);
+    xa_test_free(second_unit[0]);
+}
+END_TEST
+
 enum { BLOCKS = 1000, BLOCK_SIZE = 64 };
 static void *blocks[BLOCKS];
 
@@ -921,6 +1000,8 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, emptied_big_slab_is_parked_reused_and_decayed);
     tcase_add_test(tc, small_class_keeps_no_spare);
     tcase_add_test(tc, churned_small_class_parks_spares_until_decay);
+    tcase_add_test(tc, blocks_past_a_slabs_first_unit_are_freed_by_owner_and_others);
+    tcase_add_test_raise_signal(tc, double_free_past_a_slabs_first_unit_is_reported, SIGABRT);
     tcase_add_test(tc, rare_class_borrows_from_twice_its_size);
     tcase_add_test(tc, holes_are_used_before_a_new_page_is_carved);
     tcase_add_test(tc, full_foreign_stack_keeps_its_blocks_and_exit_returns_them);
