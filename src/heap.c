@@ -60,6 +60,14 @@ static void outbox_flush(xa_heap *h);
 static void remote_add(xa_heap *h, unsigned index, uint64_t bytes);
 static xa_slab *spare_take(xa_heap *h, unsigned cls);
 
+/* Sets class cls's bit in *bits (slab_returned, slab_churn), with no
+ * locked instruction once it is set. */
+static void class_bit_set(uint64_t *bits, unsigned cls)
+{
+    if (!(__atomic_load_n(bits, __ATOMIC_RELAXED) & (1ull << cls)))
+        __atomic_fetch_or(bits, 1ull << cls, __ATOMIC_RELAXED);
+}
+
 /* True when h has anything parked for large_cache_flush to return: large
  * blocks, huge mappings or spare slabs. */
 static bool heap_has_parked(xa_heap *h)
@@ -548,10 +556,8 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
             return NULL;
         /* A new slab after one went back: the class churns; its next
          * empty slab is parked (spare_park). */
-        uint64_t bit = 1ull << cls;
-        if ((__atomic_load_n(&h->slab_returned, __ATOMIC_RELAXED) & bit) &&
-            !(__atomic_load_n(&h->slab_churn, __ATOMIC_RELAXED) & bit))
-            __atomic_fetch_or(&h->slab_churn, bit, __ATOMIC_RELAXED);
+        if (__atomic_load_n(&h->slab_returned, __ATOMIC_RELAXED) & (1ull << cls))
+            class_bit_set(&h->slab_churn, cls);
     }
     avail_push_front(h, s);
     if (!s->free && s->capacity < s->reserved)
@@ -628,7 +634,7 @@ static bool spare_park(xa_heap *h, xa_slab *s)
     if (h->no_keep || (big && atomic_load_explicit(&h->spare[cls], memory_order_relaxed)))
         return false;
     if (!big && !(__atomic_load_n(&h->slab_churn, __ATOMIC_RELAXED) & (1ull << cls))) {
-        __atomic_fetch_or(&h->slab_returned, 1ull << cls, __ATOMIC_RELAXED);
+        class_bit_set(&h->slab_returned, cls);
         return false;
     }
     /* The class's chain (linked through next), out of the slot while the

@@ -256,6 +256,7 @@ static size_t block_usable(const char *fn, xa_chunk *c, void *p)
 
 static XA_NOINLINE void free_generic(xa_chunk *c, void *p);
 static XA_NOINLINE void free_not_owned(xa_chunk *c, xa_slab *s, void *p);
+static XA_NOINLINE void free_remote(xa_chunk *c, xa_slab *s, void *p, xa_heap *h);
 
 /* The fast path's tests failed on its unit's descriptor (p in chunk c's
  * 2 MiB): a block in a later unit of a multi-unit slab takes the fast
@@ -268,14 +269,11 @@ static XA_NOINLINE void free_check(xa_chunk *c, void *p)
     xa_slab *s = xa_run_of(c, p);
     if (xa_slab_is_block(s, p) && !xa_block_marked_free(p)) {
         xa_heap *h = xa_tls_heap;
-        if (s->heap == h) {
+        if (s->heap == h)
             xa_heap_free_owned(h, s, p);
-            return;
-        }
-        if (s->kind == XA_RUN_SMALL) {
-            xa_heap_free_remote_fast(h, c, s, p, true);
-            return;
-        }
+        else
+            free_remote(c, s, p, h);
+        return;
     }
     free_generic(c, p);
 }

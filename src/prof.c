@@ -614,9 +614,6 @@ static void sc_remember(uintptr_t ra, uintptr_t anchor, const uintptr_t *raw, un
     (void)xa_sc_fill(e, ra, anchor, top, raw, used, st);
 }
 
-/* A record of block p (size bytes, stack st) counted in t's tally,
- * without prof_lock while t has a free record and a slot of st; NULL
- * when metadata memory ran out. Keeps errno. */
 /* The estimate for a block of size bytes, through t's one-entry cache (a
  * thread sampling blocks of one size pays for the series once). */
 static inline uint64_t pt_estimate(pthr *t, uint64_t size)
@@ -651,6 +648,9 @@ static inline __attribute__((always_inline)) void pt_fill(pthr *t, pt_slot *sl, 
     pt_write_end(t);
 }
 
+/* A record of block p (size bytes, stack st) counted in t's tally,
+ * without prof_lock while t has a free record and a slot of st; NULL
+ * when metadata memory ran out. Keeps errno. */
 static sample *pt_record(pthr *t, void *p, uint64_t size, xa_prof_stack *st)
 {
     sample *r = t->recs;
