@@ -14,8 +14,16 @@
 #define XA_MAX_ARENAS 1024
 #define XA_LARGE_MAX_UNITS (XA_UNITS_PER_CHUNK - 1)
 #define XA_LARGE_MAX ((size_t)XA_LARGE_MAX_UNITS * XA_UNIT_SIZE)
-/* Huge blocks start after the chunk header, rounded to whole pages. */
-#define XA_HUGE_HEADER XA_ALIGN_UP(sizeof(xa_chunk), XA_OS_PAGE)
+/* Where a huge block starts in its mapping: past the two descriptors a
+ * huge chunk uses (slabs[0], with the chunk's fields, and slabs[1], the
+ * profiling record), not past the whole header page. The block's first
+ * bytes then share the page the header dirties anyway: a block whose
+ * program touches only its ends costs two resident pages, as under glibc,
+ * not three. Nothing reads slabs[2..] of a huge chunk. 256 bytes also
+ * keeps the block aligned for any vector type and off the header's lines. */
+#define XA_HUGE_HEADER (2 * sizeof(xa_slab))
+_Static_assert(XA_HUGE_HEADER % 64 == 0 && XA_HUGE_HEADER < XA_OS_PAGE,
+               "a huge block starts on a cache line of the header page");
 
 /* Who purged: at free time (dirty above the allowance), decay on an
  * allocation slow path, decay on the purger thread, or on request

@@ -1091,11 +1091,11 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
 
 /* ---- large-block cache ---- */
 
-/* A slot word is the parked block's address with a size key in its low
- * 12 bits (large blocks are 64 KiB-aligned, a huge block's pointer is a
- * page past its mapping's start): the run's units (1..31) for a large
- * block, the mapping's size in pages (more than 496) for a huge one. The
- * owner matches on the word alone and reads a block's metadata only once
+/* A slot word is a page-aligned address with a size key in its low 12
+ * bits: a large block's own (64 KiB-aligned) with the run's units
+ * (1..31), or a huge block's mapping (its chunk; the block starts
+ * XA_HUGE_HEADER past it, inside the first page) with the mapping's size
+ * in pages (more than 496). The owner matches on the word alone and reads a block's metadata only once
  * its exchange has made the block its own: the purger may take and free a
  * parked block at any time, unmapping it. The slot's freed time sits in
  * the heap for the same reason. */
@@ -1204,8 +1204,8 @@ void *xa_heap_huge_cache_take(xa_heap *h, size_t map_size, size_t request)
         uintptr_t key = w & SLOT_KEY_MASK;
         if (!w || !xa_huge_cached_fits(key, want) || !slot_claim(h, i, w))
             continue;
-        char *p = (char *)(w & ~SLOT_KEY_MASK);
-        xa_chunk *c = xa_chunk_of(p);
+        xa_chunk *c = (xa_chunk *)(w & ~SLOT_KEY_MASK);
+        char *p = (char *)c + XA_HUGE_HEADER;
         c->huge_request = request;
         xa_heap_requested_add(h, (int64_t)request);
         __atomic_store_n(&c->huge_ptr, p, __ATOMIC_RELEASE);
@@ -1236,7 +1236,7 @@ bool xa_heap_huge_cache_put(xa_heap *h, xa_chunk *c)
     c->huge_ptr = NULL;
     c->huge_request = 0;
     xa_heap_requested_add(h, -(int64_t)req);
-    if (slot_publish(h, slot_word(p, huge_key(c->map_size))))
+    if (slot_publish(h, slot_word((uintptr_t)c, huge_key(c->map_size))))
         return true;
     xa_heap_requested_add(h, (int64_t)req);
     c->huge_request = req;
@@ -1252,8 +1252,8 @@ static void slot_release(xa_heap *h, unsigned i, uintptr_t w)
         return;
     char *p = (char *)(w & ~SLOT_KEY_MASK);
     xa_chunk *c = xa_chunk_of(p);
-    if (slot_is_huge(w)) {
-        c->huge_ptr = p;
+    if (slot_is_huge(w)) { /* p is the mapping, c */
+        c->huge_ptr = (char *)c + XA_HUGE_HEADER;
         xa_huge_free(c);
         return;
     }

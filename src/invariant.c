@@ -365,7 +365,7 @@ static void check_heap(struct ctx *x, xa_heap *h)
             continue;
         xa_chunk *c = xa_chunkmap_lookup((void *)p);
         if (c && c->slabs[0].kind == XA_RUN_HUGE) { /* a parked huge mapping */
-            if (p != (uintptr_t)c + XA_HUGE_HEADER || c->huge_ptr)
+            if (p != (uintptr_t)c || c->huge_ptr) /* the word holds the mapping */
                 bad(x, "heap: large cache slot %u holds %p, not a parked huge block", i,
                     (void *)p);
             continue;

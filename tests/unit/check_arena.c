@@ -168,10 +168,16 @@ START_TEST(huge_blocks_map_grow_and_unmap)
     ck_assert_ptr_eq(xa_chunkmap_lookup(p + size - 1), c);
     ck_assert_int_eq(c->slabs[0].kind, XA_RUN_HUGE);
     ck_assert_uint_ge(c->huge_size, size);
+    /* The block starts on the header's page (one resident page less per
+     * block), past the two descriptors a huge chunk uses. */
+    ck_assert_uint_eq((uintptr_t)(p - (char *)c), XA_HUGE_HEADER);
+    ck_assert_uint_ge(XA_HUGE_HEADER, 2 * sizeof(xa_slab));
+    ck_assert_uint_eq((uintptr_t)p % 64, 0);
     memset(p, 3, size);
     char *q = xa_huge_realloc(c, 40u << 20);
     ck_assert_ptr_nonnull(q);
-    ck_assert_uint_eq((uintptr_t)q % 4096, 0);
+    /* Grown by mremap: the header moved with the pages, same offset. */
+    ck_assert_uint_eq((uintptr_t)q % XA_CHUNK_SIZE, XA_HUGE_HEADER);
     for (size_t k = 0; k < size; k += 4096)
         ck_assert_int_eq(q[k], 3);
     xa_chunk *c2 = xa_chunkmap_lookup(q);
