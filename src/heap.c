@@ -623,6 +623,14 @@ static void wait_notifying(xa_slab *s)
 
 static void note_parked(xa_heap *h);
 
+/* The owner, or a thread that has the heap to itself: no locked add (the
+ * statistics read the count without a lock). */
+static void spare_count_add(xa_heap *h, int d)
+{
+    __atomic_store_n(&h->spare_count, __atomic_load_n(&h->spare_count, __ATOMIC_RELAXED) + (uint32_t)d,
+                     __ATOMIC_RELAXED);
+}
+
 /* Parks s (empty, out of the heap's lists) as its class's spare; false
  * when the class has one already, or is a smaller class that the heap
  * does not churn (see slab_churn: a thread that allocates a little keeps
@@ -637,46 +645,41 @@ static bool spare_park(xa_heap *h, xa_slab *s)
         class_bit_set(&h->slab_returned, cls);
         return false;
     }
-    /* The class's chain (linked through next), out of the slot while the
-     * owner counts it: the purger only ever takes a chain out, so the
-     * store puts back all that was there. */
-    xa_slab *old = atomic_exchange_explicit(&h->spare[cls], NULL, memory_order_acquire);
+    /* The class's chain, linked through next. Plain loads and stores: the
+     * owner is busy here, and no other thread touches the slots then
+     * (flush_parked_of_others). */
+    xa_slab *old = atomic_load_explicit(&h->spare[cls], memory_order_relaxed);
     unsigned depth = 0;
     for (const xa_slab *t = old; t; t = t->next)
         depth++;
-    if (depth >= XA_SPARES_SMALL) {
-        atomic_store_explicit(&h->spare[cls], old, memory_order_release);
+    if (depth >= XA_SPARES_SMALL)
         return false;
-    }
     s->next = old;
     s->prev = NULL;
     __atomic_store_n(&h->spare_ns[cls], __atomic_load_n(&coarse_now_ns, __ATOMIC_RELAXED),
                      __ATOMIC_RELAXED);
-    __atomic_fetch_add(&h->spare_count, 1, __ATOMIC_RELAXED);
-    atomic_store_explicit(&h->spare[cls], s, memory_order_release);
+    spare_count_add(h, 1);
+    atomic_store_explicit(&h->spare[cls], s, memory_order_relaxed);
     note_parked(h);
     return true;
 }
 
 /* One of the class's spares, now the caller's; NULL when there is none.
- * The rest of the chain goes back into the slot (the owner is the only
- * thread that stores there: see spare_park). */
+ * The owner, busy (see spare_park). */
 static xa_slab *spare_take(xa_heap *h, unsigned cls)
 {
-    if (!atomic_load_explicit(&h->spare[cls], memory_order_relaxed))
-        return NULL;
-    xa_slab *s = atomic_exchange_explicit(&h->spare[cls], NULL, memory_order_acquire);
+    xa_slab *s = atomic_load_explicit(&h->spare[cls], memory_order_relaxed);
     if (s) {
-        if (s->next)
-            atomic_store_explicit(&h->spare[cls], s->next, memory_order_release);
+        atomic_store_explicit(&h->spare[cls], s->next, memory_order_relaxed);
         s->next = NULL;
-        __atomic_fetch_sub(&h->spare_count, 1, __ATOMIC_RELAXED);
+        spare_count_add(h, -1);
     }
     return s;
 }
 
 /* Returns spares parked for decay_ms (all with force) to their arenas.
- * Safe from any thread. Returns true when spares remain. */
+ * The owner, or another thread that has the heap to itself (see
+ * flush_parked_of_others). Returns true when spares remain. */
 static bool spare_flush(xa_heap *h, uint64_t now, bool force)
 {
     if (!__atomic_load_n(&h->spare_count, __ATOMIC_RELAXED))
@@ -692,15 +695,14 @@ static bool spare_flush(xa_heap *h, uint64_t now, bool force)
         }
         /* The whole chain: not taken for decay_ms, the class no longer
          * churns. */
-        xa_slab *s = atomic_exchange_explicit(&h->spare[c], NULL, memory_order_acquire);
-        if (s) {
-            __atomic_fetch_and(&h->slab_churn, ~(1ull << c), __ATOMIC_RELAXED);
-            __atomic_fetch_and(&h->slab_returned, ~(1ull << c), __ATOMIC_RELAXED);
-        }
+        xa_slab *s = atomic_load_explicit(&h->spare[c], memory_order_relaxed);
+        atomic_store_explicit(&h->spare[c], NULL, memory_order_relaxed);
+        __atomic_fetch_and(&h->slab_churn, ~(1ull << c), __ATOMIC_RELAXED);
+        __atomic_fetch_and(&h->slab_returned, ~(1ull << c), __ATOMIC_RELAXED);
         while (s) {
             xa_slab *next = s->next;
             s->next = NULL;
-            __atomic_fetch_sub(&h->spare_count, 1, __ATOMIC_RELAXED);
+            spare_count_add(h, -1);
             xa_arena_slab_free(xa_chunk_of(s), s);
             s = next;
         }
@@ -1095,10 +1097,11 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
  * bits: a large block's own (64 KiB-aligned) with the run's units
  * (1..31), or a huge block's mapping (its chunk; the block starts
  * XA_HUGE_HEADER past it, inside the first page) with the mapping's size
- * in pages (more than 496). The owner matches on the word alone and reads a block's metadata only once
- * its exchange has made the block its own: the purger may take and free a
- * parked block at any time, unmapping it. The slot's freed time sits in
- * the heap for the same reason. */
+ * in pages (more than 496). The owner matches on the word alone; the
+ * statistics read the words without a lock, and a parked block may be
+ * freed (a huge one unmapped) by whoever flushes the slot, so its
+ * metadata is read only by the one that empties the slot. The slot's
+ * freed time sits in the heap for the same reason. */
 #define SLOT_KEY_MASK ((uintptr_t)XA_OS_PAGE - 1)
 
 static inline uintptr_t slot_word(uintptr_t p, uintptr_t key) { return p | key; }
@@ -1133,11 +1136,16 @@ static void note_parked(xa_heap *h)
     }
 }
 
-/* Takes slot i if it still holds word w; true when the block is ours. */
+/* Empties slot i, which holds w: the block is the caller's. Only the
+ * owner while busy, or a thread that has the heap to itself (see
+ * flush_parked_of_others), reads or writes the slots, so a plain store
+ * does: the locked exchange it replaced was a third of a hot 1 MiB
+ * malloc/free cycle. */
 static bool slot_claim(xa_heap *h, unsigned i, uintptr_t w)
 {
-    return atomic_compare_exchange_strong_explicit(&h->large_cache[i], &w, 0,
-                                                   memory_order_acquire, memory_order_relaxed);
+    (void)w;
+    atomic_store_explicit(&h->large_cache[i], 0, memory_order_relaxed);
+    return true;
 }
 
 /* Publishes w in a free slot, making room first; false if none was free. */
@@ -1149,17 +1157,15 @@ static bool slot_publish(xa_heap *h, uintptr_t w)
             continue;
         __atomic_store_n(&h->large_cache_ns[i], __atomic_load_n(&coarse_now_ns, __ATOMIC_RELAXED),
                          __ATOMIC_RELAXED);
-        /* A plain (release) store: other threads only ever empty a slot
-         * (slot_claim), so an empty one stays empty until its owner fills
-         * it. A locked exchange here cost a third of a hot 1 MiB cycle. */
-        atomic_store_explicit(&h->large_cache[i], w, memory_order_release);
+        /* (A plain store, as in slot_claim.) */
+        atomic_store_explicit(&h->large_cache[i], w, memory_order_relaxed);
         note_parked(h);
         return true;
     }
     return false;
 }
 
-void *xa_heap_large_cache_take(xa_heap *h, unsigned units)
+static void *large_cache_take(xa_heap *h, unsigned units)
 {
     for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
         uintptr_t w = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
@@ -1174,7 +1180,7 @@ void *xa_heap_large_cache_take(xa_heap *h, unsigned units)
     return NULL;
 }
 
-bool xa_heap_large_cache_put(xa_heap *h, xa_chunk *c, xa_slab *s)
+static bool large_cache_put(xa_heap *h, xa_chunk *c, xa_slab *s)
 {
     size_t bytes = (size_t)s->units << XA_UNIT_SHIFT;
     if (h->no_keep || c->arena != h->arena || bytes > xa_opt.tcache_max ||
@@ -1196,7 +1202,7 @@ bool xa_heap_large_cache_put(xa_heap *h, xa_chunk *c, xa_slab *s)
     return false;
 }
 
-void *xa_heap_huge_cache_take(xa_heap *h, size_t map_size, size_t request)
+static void *huge_cache_take(xa_heap *h, size_t map_size, size_t request)
 {
     uintptr_t want = huge_key(map_size);
     for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
@@ -1214,7 +1220,7 @@ void *xa_heap_huge_cache_take(xa_heap *h, size_t map_size, size_t request)
     return NULL;
 }
 
-bool xa_heap_huge_cache_put(xa_heap *h, xa_chunk *c)
+static bool huge_cache_put(xa_heap *h, xa_chunk *c)
 {
     uintptr_t p = (uintptr_t)c->huge_ptr;
     if (h->no_keep || c->arena != h->arena || c->map_size > XA_HEAP_HUGE_CACHE_MAX ||
@@ -1244,8 +1250,8 @@ bool xa_heap_huge_cache_put(xa_heap *h, xa_chunk *c)
     return false;
 }
 
-/* Takes the block of slot i (if it still holds word w) and gives it back
- * to its arena. Safe from any thread. */
+/* Takes the block of slot i (which holds word w) and gives it back to its
+ * arena. The owner, or a thread that has the heap to itself. */
 static void slot_release(xa_heap *h, unsigned i, uintptr_t w)
 {
     if (!slot_claim(h, i, w))
@@ -1260,6 +1266,55 @@ static void slot_release(xa_heap *h, unsigned i, uintptr_t w)
     xa_slab *s = xa_run_of(c, p);
     s->in_full = 0;
     xa_arena_large_free(c, s);
+}
+
+/* The owner's way into its slots from malloc and free of big blocks:
+ * slots_busy, so that no other thread flushes them meanwhile, then a wait
+ * for one that does (the same handshake as owner_enter, on a word of its
+ * own: see slots_busy in heap.h). */
+static inline void slots_enter(xa_heap *h)
+{
+    __atomic_store_n(&h->slots_busy, 1, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (xa_unlikely(__atomic_load_n(&h->reclaiming, __ATOMIC_ACQUIRE)))
+        xa_heap_wait_reclaim(h);
+}
+
+static inline void slots_leave(xa_heap *h)
+{
+    __atomic_store_n(&h->slots_busy, 0, __ATOMIC_RELEASE);
+}
+
+void *xa_heap_large_cache_take(xa_heap *h, unsigned units)
+{
+    slots_enter(h);
+    void *p = large_cache_take(h, units);
+    slots_leave(h);
+    return p;
+}
+
+bool xa_heap_large_cache_put(xa_heap *h, xa_chunk *c, xa_slab *s)
+{
+    slots_enter(h);
+    bool kept = large_cache_put(h, c, s);
+    slots_leave(h);
+    return kept;
+}
+
+void *xa_heap_huge_cache_take(xa_heap *h, size_t map_size, size_t request)
+{
+    slots_enter(h);
+    void *p = huge_cache_take(h, map_size, request);
+    slots_leave(h);
+    return p;
+}
+
+bool xa_heap_huge_cache_put(xa_heap *h, xa_chunk *c)
+{
+    slots_enter(h);
+    bool kept = huge_cache_put(h, c);
+    slots_leave(h);
+    return kept;
 }
 
 /* The slots are a tiny LRU: when all are taken, the block parked longest
@@ -1285,8 +1340,8 @@ static void make_room(xa_heap *h)
 }
 
 /* Returns parked blocks older than decay_ms (all with force) to their
- * arenas. Safe from any thread: each slot is claimed by exchange. Returns
- * true when blocks remain parked. */
+ * arenas. The owner (busy), or a thread that has the heap to itself
+ * (flush_parked_of_others). Returns true when blocks remain parked. */
 static bool large_cache_flush(xa_heap *h, uint64_t now, bool force)
 {
     bool left = false;
@@ -1304,14 +1359,31 @@ static bool large_cache_flush(xa_heap *h, uint64_t now, bool force)
     return spare_flush(h, now, force) | left;
 }
 
+static bool flush_parked_of_others(uint64_t now, bool force);
+
+/* True when some block or spare of h has been parked for decay_ms: a
+ * racy look (the owner may take it meanwhile), the flush decides. */
+static bool heap_parked_due(const xa_heap *h, uint64_t now)
+{
+    uint64_t decay_ns = (uint64_t)__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) * 1000000u;
+    for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++)
+        if (atomic_load_explicit(&h->large_cache[i], memory_order_relaxed) &&
+            now - __atomic_load_n(&h->large_cache_ns[i], __ATOMIC_RELAXED) >= decay_ns)
+            return true;
+    if (!__atomic_load_n(&h->spare_count, __ATOMIC_RELAXED))
+        return false;
+    for (unsigned c = 0; c < XA_NCLASSES; c++)
+        if (atomic_load_explicit(&h->spare[c], memory_order_relaxed) &&
+            now - __atomic_load_n(&h->spare_ns[c], __ATOMIC_RELAXED) >= decay_ns)
+            return true;
+    return false;
+}
+
 bool xa_heaps_decay_caches(uint64_t now)
 {
-    bool left = false;
     __atomic_store_n(&coarse_now_ns, now, __ATOMIC_RELAXED);
     xa_lock_acquire(&heaps_lock);
-    for (xa_heap *h = heaps_live; h; h = h->next_all)
-        if (heap_has_parked(h))
-            left |= large_cache_flush(h, now, false);
+    bool left = flush_parked_of_others(now, false);
     xa_lock_release(&heaps_lock);
     return left;
 }
@@ -1535,10 +1607,53 @@ uint64_t xa_heaps_reclaim_idle(uint64_t now, bool force)
 void xa_heaps_flush_caches(void)
 {
     xa_lock_acquire(&heaps_lock);
-    for (xa_heap *h = heaps_live; h; h = h->next_all)
-        if (heap_has_parked(h))
-            large_cache_flush(h, 0, true);
+    flush_parked_of_others(0, true);
     xa_lock_release(&heaps_lock);
+}
+
+/* Flushes the parked blocks and spare slabs of every live heap (those
+ * parked for decay_ms, all with force) from a thread that owns none of
+ * them, with idle reclaim's handshake (see there): each heap that parks
+ * something is marked reclaiming, one process-wide barrier, and those
+ * whose owner was busy neither in malloc (busy) nor with its slots
+ * (slots_busy) at it are this thread's until their mark is cleared; their
+ * owners wait at their next slow path or slot access. The owner's own
+ * takes and parks are then plain loads and stores (no locked instruction
+ * on a large block's malloc/free cycle or a spare's round trip). A heap
+ * busy at the barrier keeps its blocks until the next pass; without the
+ * barrier (an old kernel, a seccomp filter) owners flush only their own,
+ * on their slow paths and at exit. Under heaps_lock. Returns true when
+ * blocks remain parked. */
+static bool flush_parked_of_others(uint64_t now, bool force)
+{
+    bool left = false, marked = false;
+    bool barrier_ok = reclaim_barrier_ready();
+    for (xa_heap *h = heaps_live; h; h = h->next_all) {
+        if (!heap_has_parked(h))
+            continue;
+        /* Only a heap with something due costs the barrier (the purger
+         * looks every 100 ms while blocks are parked). */
+        if (barrier_ok && (force || heap_parked_due(h, now))) {
+            __atomic_store_n(&h->reclaiming, 1, __ATOMIC_RELAXED);
+            marked = true;
+        } else {
+            left = true;
+        }
+    }
+    if (!marked)
+        return left;
+    bool barrier = xa_os_membarrier() == 0;
+    for (xa_heap *h = heaps_live; h; h = h->next_all) {
+        if (!__atomic_load_n(&h->reclaiming, __ATOMIC_RELAXED))
+            continue;
+        if (barrier && !__atomic_load_n(&h->busy, __ATOMIC_ACQUIRE) &&
+            !__atomic_load_n(&h->slots_busy, __ATOMIC_ACQUIRE))
+            left |= large_cache_flush(h, now, force);
+        else
+            left = true;
+        __atomic_store_n(&h->reclaiming, 0, __ATOMIC_RELEASE);
+    }
+    return left;
 }
 
 /* ---- lifecycle ---- */

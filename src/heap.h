@@ -57,8 +57,10 @@ typedef struct xa_heap {
     bool no_keep;                  /* tcache:off: empty slabs go back at once */
     bool remote_used;              /* the remote table may hold bytes (atomic) */
     uint32_t outbox_held;          /* blocks held in the outbox (see xa_heap_remote) */
-    /* Freed large blocks kept for reuse (tcache); slots are taken with an
-     * atomic exchange so the background thread can reclaim idle ones. */
+    /* Freed large blocks and huge mappings kept for reuse (tcache). The
+     * owner reads and writes the slots with plain loads and stores while
+     * busy or slots_busy; another thread (the purger's decay,
+     * malloc_trim) only after the handshake of flush_parked_of_others. */
     _Atomic uintptr_t large_cache[XA_LARGE_CACHE_SLOTS];
     uint64_t large_cache_ns[XA_LARGE_CACHE_SLOTS]; /* atomic: when each was parked */
     uint64_t last_trim_ns;         /* last purge of big free blocks */
@@ -67,13 +69,12 @@ typedef struct xa_heap {
      * arena: one per big class (blocks of XA_TRIM_MIN_BLOCK and up), up to
      * XA_SPARES_SMALL per other class the heap churns (slab_churn), in a
      * chain through next. A thread whose set of blocks breathes takes them
-     * again without the arena lock, a purge, carving and page faults. A
-     * chain is taken out of its slot by exchange (owner or purger; only
-     * the owner stores one back), and returned to the arena after
-     * decay_ms like the large-block slots. */
+     * again without the arena lock, a purge, carving and page faults.
+     * Plain loads and stores, as for the large-block slots, and returned
+     * to the arena after decay_ms like them. */
     _Atomic(xa_slab *) spare[XA_NCLASSES];
     uint64_t spare_ns[XA_NCLASSES]; /* atomic: when each was parked */
-    uint32_t spare_count;          /* atomic: spares parked */
+    uint32_t spare_count;          /* spares parked (read by statistics, no lock) */
     /* Smaller classes park a spare only once the heap churns their slabs
      * (bit per class, atomic: the purger clears them): slab_returned, it
      * gave an empty slab of the class back to the arena; slab_churn, it
@@ -116,6 +117,14 @@ typedef struct xa_heap {
     /* Blocks each class took from the class of twice its size before it
      * had a slab of its own (see borrow() in heap.c). */
     uint8_t borrowed[XA_NCLASSES];
+    /* 1 while the owner takes or parks a large block or huge mapping in
+     * large_cache (outside malloc's busy): another thread flushes the
+     * slots only when it reads 0 here and in busy after its barrier (see
+     * flush_parked_of_others in heap.c). A word of its own, written and
+     * never read by the owner: a read of busy there, on a path deep in
+     * calls, cost a 1 MiB malloc/free cycle a third more (stores of the
+     * stack at the same offset in their page). */
+    uint32_t slots_busy;
 } xa_heap;
 
 _Static_assert(sizeof(xa_heap) <= XA_OS_PAGE, "a heap's fields fit one page");

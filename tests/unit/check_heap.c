@@ -525,6 +525,97 @@ END_TEST
  * decay step. */
 enum { WARM_SIZE = 300, WARM_THREADS = XA_WARM_SLABS + 2 };
 static pthread_barrier_t warm_bar;
+/* A parked thread's cached large block and spare slab, flushed by another
+ * thread (the purger's decay, malloc_trim): the owner takes and parks them
+ * with plain stores, so the other thread has the heap to itself only
+ * through the handshake; while the owner is busy at the barrier it leaves
+ * them, and takes them on a later pass. */
+enum { PARKED_LARGE = 512 * 1024, PARKED_BIG = 65536 };
+static pthread_barrier_t parked_bar;
+
+static void *park_and_wait(void *arg)
+{
+    void **out = arg;
+    void *big[16];
+    unsigned cls = xa_size_class(PARKED_BIG);
+    uint32_t per = xa_classes[cls].blocks;
+    for (uint32_t i = 0; i < 2 * per; i++)
+        big[i] = xa_test_malloc(PARKED_BIG);
+    out[0] = xa_tls_heap;
+    out[1] = slab_of(big[0]);
+    for (uint32_t i = 0; i < per; i++) /* the first slab empties: parked */
+        xa_test_free(big[i]);
+    void *l = xa_test_malloc(PARKED_LARGE);
+    out[2] = l;
+    xa_test_free(l); /* parked in a slot */
+    pthread_barrier_wait(&parked_bar); /* parked: the test flushes */
+    pthread_barrier_wait(&parked_bar);
+    for (uint32_t i = per; i < 2 * per; i++)
+        xa_test_free(big[i]);
+    return NULL;
+}
+
+START_TEST(other_thread_flushes_a_parked_heap_unless_busy)
+{
+    setenv("XALLOC_CONF", "arenas:1", 1);
+    unsigned cls = xa_size_class(PARKED_BIG);
+    ck_assert_uint_le(2 * xa_classes[cls].blocks, 16);
+    void *own = xa_test_malloc(16);
+    pthread_barrier_init(&parked_bar, NULL, 2);
+    void *out[3] = {NULL, NULL, NULL};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, park_and_wait, out), 0);
+    pthread_barrier_wait(&parked_bar);
+    xa_heap *h = out[0];
+    xa_slab *spare = out[1];
+    ck_assert_ptr_eq(spare_of(h, cls), spare);
+    ck_assert_uint_eq(h->spare_count, 1);
+    xa_slab *large = slab_of(out[2]);
+    ck_assert_uint_eq(large->kind, XA_RUN_LARGE);
+    ck_assert(large->in_full); /* parked */
+
+    /* Not yet due (the clock of their parking): nothing is taken. */
+    uint64_t parked_at = h->spare_ns[cls];
+    for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++)
+        if (h->large_cache_ns[i] > parked_at)
+            parked_at = h->large_cache_ns[i];
+    ck_assert(xa_heaps_decay_caches(parked_at));
+    ck_assert_ptr_eq(spare_of(h, cls), spare);
+
+    /* Due, but the owner is busy (as inside its malloc): left alone. */
+    __atomic_store_n(&h->busy, 1, __ATOMIC_RELEASE);
+    ck_assert(xa_heaps_decay_caches(UINT64_MAX / 2));
+    ck_assert_ptr_eq(spare_of(h, cls), spare);
+    ck_assert(large->in_full && large->kind == XA_RUN_LARGE);
+    ck_assert_uint_eq(h->reclaiming, 0);
+
+    /* Or busy with its slots (taking or parking a large block). */
+    __atomic_store_n(&h->busy, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&h->slots_busy, 1, __ATOMIC_RELEASE);
+    ck_assert(xa_heaps_decay_caches(UINT64_MAX / 2));
+    ck_assert_ptr_eq(spare_of(h, cls), spare);
+    ck_assert(large->in_full && large->kind == XA_RUN_LARGE);
+
+    /* Idle again: the next pass takes both back to the arena. */
+    __atomic_store_n(&h->slots_busy, 0, __ATOMIC_RELEASE);
+    ck_assert(!xa_heaps_decay_caches(UINT64_MAX / 2));
+    ck_assert_ptr_null(spare_of(h, cls));
+    ck_assert_uint_eq(h->spare_count, 0);
+    ck_assert_uint_ne(spare->kind, XA_RUN_SMALL);
+    ck_assert_uint_ne(large->kind, XA_RUN_LARGE);
+    for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++)
+        ck_assert_uint_eq(atomic_load_explicit(&h->large_cache[i], memory_order_relaxed), 0);
+    ck_assert_uint_eq(h->reclaiming, 0);
+    assert_clean();
+
+    /* The owner goes on as before. */
+    pthread_barrier_wait(&parked_bar);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    xa_test_free(own);
+    assert_clean();
+}
+END_TEST
+
 static void *use_class_and_exit(void *arg)
 {
     void **out = arg;
@@ -1000,6 +1091,7 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, emptied_big_slab_is_parked_reused_and_decayed);
     tcase_add_test(tc, small_class_keeps_no_spare);
     tcase_add_test(tc, churned_small_class_parks_spares_until_decay);
+    tcase_add_test(tc, other_thread_flushes_a_parked_heap_unless_busy);
     tcase_add_test(tc, blocks_past_a_slabs_first_unit_are_freed_by_owner_and_others);
     tcase_add_test_raise_signal(tc, double_free_past_a_slabs_first_unit_is_reported, SIGABRT);
     tcase_add_test(tc, rare_class_borrows_from_twice_its_size);
