@@ -256,6 +256,17 @@ static size_t block_usable(const char *fn, xa_chunk *c, void *p)
 
 static XA_NOINLINE void free_generic(xa_chunk *c, void *p);
 static XA_NOINLINE void free_not_owned(xa_chunk *c, xa_slab *s, void *p);
+
+/* A large block's free (s its run, p its start, checked): into the
+ * thread's cache, or back to the arena. */
+static void free_large(xa_chunk *c, xa_slab *s, xa_heap *h)
+{
+    if (h == &xa_heap_empty || !xa_heap_large_cache_put(h, c, s))
+        xa_arena_large_free(c, s);
+    xa_heap_notice_dirty();
+    if (h != &xa_heap_empty)
+        h->nfree_big++;
+}
 static XA_NOINLINE void free_remote(xa_chunk *c, xa_slab *s, void *p, xa_heap *h);
 
 /* The fast path's tests failed on its unit's descriptor (p in chunk c's
@@ -273,6 +284,14 @@ static XA_NOINLINE void free_check(xa_chunk *c, void *p)
             xa_heap_free_owned(h, s, p);
         else
             free_remote(c, s, p, h);
+        return;
+    }
+    /* A large block, at its run's start and not parked: what free_generic
+     * would check first, without its other tests (a hot 1 MiB buffer).
+     * Not in junk mode (redzone check) nor while profiling (records). */
+    if (s->kind == XA_RUN_LARGE && p == xa_unit_addr(c, s->first_unit) && !s->in_full &&
+        !junk && !xa_prof_on) {
+        free_large(c, s, xa_tls_heap);
         return;
     }
     free_generic(c, p);
@@ -353,9 +372,8 @@ static XA_NOINLINE void free_generic(xa_chunk *c, void *p)
     case XA_RUN_LARGE:
         if (s->in_full)
             xa_fatal("free(): double free of %p (large block)", p);
-        if (h == &xa_heap_empty || !xa_heap_large_cache_put(h, c, s))
-            xa_arena_large_free(c, s);
-        break;
+        free_large(c, s, h);
+        return;
     default:
         if (h == &xa_heap_empty || !xa_heap_huge_cache_put(h, c))
             xa_huge_free(c);
