@@ -1136,16 +1136,14 @@ static void note_parked(xa_heap *h)
     }
 }
 
-/* Empties slot i, which holds w: the block is the caller's. Only the
+/* Empties slot i: its block is the caller's. Only the
  * owner while busy, or a thread that has the heap to itself (see
  * flush_parked_of_others), reads or writes the slots, so a plain store
  * does: the locked exchange it replaced was a third of a hot 1 MiB
  * malloc/free cycle. */
-static bool slot_claim(xa_heap *h, unsigned i, uintptr_t w)
+static void slot_clear(xa_heap *h, unsigned i)
 {
-    (void)w;
     atomic_store_explicit(&h->large_cache[i], 0, memory_order_relaxed);
-    return true;
 }
 
 /* Publishes w in a free slot, making room first; false if none was free. */
@@ -1157,7 +1155,7 @@ static bool slot_publish(xa_heap *h, uintptr_t w)
             continue;
         __atomic_store_n(&h->large_cache_ns[i], __atomic_load_n(&coarse_now_ns, __ATOMIC_RELAXED),
                          __ATOMIC_RELAXED);
-        /* (A plain store, as in slot_claim.) */
+        /* (A plain store, as in slot_clear.) */
         atomic_store_explicit(&h->large_cache[i], w, memory_order_relaxed);
         note_parked(h);
         return true;
@@ -1169,8 +1167,9 @@ static void *large_cache_take(xa_heap *h, unsigned units)
 {
     for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
         uintptr_t w = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
-        if (!w || (w & SLOT_KEY_MASK) != units || !slot_claim(h, i, w))
+        if (!w || (w & SLOT_KEY_MASK) != units)
             continue;
+        slot_clear(h, i);
         void *p = (void *)(w & ~SLOT_KEY_MASK);
         xa_slab *s = xa_run_of(xa_chunk_of(p), p);
         s->in_full = 0;
@@ -1208,8 +1207,9 @@ static void *huge_cache_take(xa_heap *h, size_t map_size, size_t request)
     for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++) {
         uintptr_t w = atomic_load_explicit(&h->large_cache[i], memory_order_relaxed);
         uintptr_t key = w & SLOT_KEY_MASK;
-        if (!w || !xa_huge_cached_fits(key, want) || !slot_claim(h, i, w))
+        if (!w || !xa_huge_cached_fits(key, want))
             continue;
+        slot_clear(h, i);
         xa_chunk *c = (xa_chunk *)(w & ~SLOT_KEY_MASK);
         char *p = (char *)c + XA_HUGE_HEADER;
         c->huge_request = request;
@@ -1254,8 +1254,7 @@ static bool huge_cache_put(xa_heap *h, xa_chunk *c)
  * arena. The owner, or a thread that has the heap to itself. */
 static void slot_release(xa_heap *h, unsigned i, uintptr_t w)
 {
-    if (!slot_claim(h, i, w))
-        return;
+    slot_clear(h, i);
     char *p = (char *)(w & ~SLOT_KEY_MASK);
     xa_chunk *c = xa_chunk_of(p);
     if (slot_is_huge(w)) { /* p is the mapping, c */

@@ -222,6 +222,13 @@ static inline xa_slab *run_or_huge(xa_chunk *c, const void *p)
     return (uintptr_t)p - (uintptr_t)c < XA_CHUNK_SIZE ? xa_run_of(c, p) : &c->slabs[0];
 }
 
+/* True when p is the block of large run s (kind XA_RUN_LARGE) of chunk c:
+ * the run's start, and not parked in a thread's cache (freed already). */
+static inline bool large_block_at(xa_chunk *c, const xa_slab *s, const void *p)
+{
+    return p == xa_unit_addr(c, s->first_unit) && !s->in_full;
+}
+
 /* Usable size of a block, validating the pointer; fn names the caller in
  * the report. */
 static size_t block_usable(const char *fn, xa_chunk *c, void *p)
@@ -238,7 +245,7 @@ static size_t block_usable(const char *fn, xa_chunk *c, void *p)
             break;
         }
         case XA_RUN_LARGE:
-            if (p == xa_unit_addr(c, s->first_unit) && !s->in_full)
+            if (large_block_at(c, s, p))
                 return (size_t)s->units << XA_UNIT_SHIFT;
             break;
         case XA_RUN_HUGE:
@@ -289,8 +296,7 @@ static XA_NOINLINE void free_check(xa_chunk *c, void *p)
     /* A large block, at its run's start and not parked: what free_generic
      * would check first, without its other tests (a hot 1 MiB buffer).
      * Not in junk mode (redzone check) nor while profiling (records). */
-    if (s->kind == XA_RUN_LARGE && p == xa_unit_addr(c, s->first_unit) && !s->in_full &&
-        !junk && !xa_prof_on) {
+    if (s->kind == XA_RUN_LARGE && large_block_at(c, s, p) && !junk && !xa_prof_on) {
         free_large(c, s, xa_tls_heap);
         return;
     }
@@ -879,7 +885,7 @@ static void **prof_big_slot(xa_chunk *c, void *p)
 static void **prof_big_slot_in(xa_chunk *c, xa_slab *s, void *p)
 {
     if (s->kind == XA_RUN_LARGE)
-        return p == xa_unit_addr(c, s->first_unit) && !s->in_full ? &s->prof_rec : NULL;
+        return large_block_at(c, s, p) ? &s->prof_rec : NULL;
     return s->kind == XA_RUN_HUGE && p == c->huge_ptr ? &c->slabs[1].prof_rec : NULL;
 }
 
