@@ -844,7 +844,7 @@ static void stack_flush_chain(xa_heap *h, const xa_slab *f, bool charged, xa_sla
         remote_add(h, h->arena->index, (uint64_t)0 - bytes);
     else
         h->remote_nfree[f->cls] += n; /* (a serving stack's were counted at the switch) */
-    remote_add(h, xa_chunk_of(run)->arena_index, bytes);
+    remote_add(h, run->small.arena_index, bytes);
     push_remote_chain(run, head, tail, n);
 }
 
@@ -919,7 +919,7 @@ static void outbox_push(xa_heap *h, struct xa_heap_outbox *o)
     xa_slab *s = o->slab;
     /* (Read before the push: the owner may release the slab after it.) */
     h->remote_nfree[s->cls] += o->n;
-    remote_add(h, xa_chunk_of(s)->arena_index, (uint64_t)o->n * s->block_size);
+    remote_add(h, s->small.arena_index, (uint64_t)o->n * s->block_size);
     push_remote_chain(s, o->head, o->tail, o->n);
     h->outbox_held -= o->n;
     o->slab = NULL;
@@ -1063,7 +1063,7 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
     /* Under NUMA only blocks of this heap's node are kept (the keys
      * differ): a block of another node goes back to its owner, whose
      * threads run there. The empty heap's key keeps nothing. */
-    if (oc->keep_key == h->keep_key && cls < XA_FOREIGN_CLASSES) {
+    if (s->small.keep_key == h->keep_key && cls < XA_FOREIGN_CLASSES) {
         xa_slab *f = xa_heap_foreign(h, cls);
         if (xa_unlikely(!xa_heap_foreign_ready(h, cls)))
             foreign_init(h, f, cls);

@@ -516,7 +516,7 @@ XA_FAST_PATH void xa_heap_free_remote_fast(xa_heap *h, xa_chunk *c, xa_slab *s, 
     unsigned cls = s->cls;
     /* The node test first: it fails at once for a thread with no heap
      * (keep_key 0), a consumer that only frees. */
-    if (xa_likely(c->keep_key == h->keep_key && cls < XA_FOREIGN_CLASSES &&
+    if (xa_likely(s->small.keep_key == h->keep_key && cls < XA_FOREIGN_CLASSES &&
                   (!(s->in_full & (XA_SLAB_TRIM | XA_SLAB_ABANDONED)) ||
                    xa_heap_keeps_abandoned(h, c, s)) &&
                   (unmarked || !xa_block_marked_free(b)))) {

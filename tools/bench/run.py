@@ -1658,20 +1658,29 @@ def main() -> int:
     total = sum(p["reps"] * sum(1 for a in allocs if (c.allocs is None or a.name in c.allocs)
                                 and c.env(a.name) is not None) for c in cases)
     k = 0
+    # Cases of the "stats" group compare one allocator with itself under
+    # two settings: their repetitions run interleaved too (off, on, off,
+    # on...), or a change of load between the two cases shows as overhead.
+    blocks: list[list[Case]] = []
     for c in cases:
-        for rep in range(p["reps"]):
-            for a in allocs:   # interleaved: A,B,C,D,E then again
-                if c.allocs is not None and a.name not in c.allocs:
-                    continue
-                k += 1
-                r = {"redis": runner.run_redis, "python3": runner.run_real,
-                     "sqlite3": runner.run_real}.get(c.prog, runner.run_prog)(c, a, rep)
-                runs.append(r)
-                shown = (f"{r.metrics.get(c.metric, 0) * c.scale_metric:.4g} {c.unit}"
-                         if r.ok else "FAIL " + r.error)
-                print(f"[{k}/{total} {time.monotonic() - t_start:5.0f}s] {c.id} | {a.name} "
-                      f"| rep {rep + 1}: {shown}, peak {r.maxrss_kb / 1024:.1f} MiB",
-                      flush=True)
+        if blocks and c.group == "stats" and blocks[-1][0].group == "stats":
+            blocks[-1].append(c)
+        else:
+            blocks.append([c])
+    schedule = [(c, rep) for blk in blocks for rep in range(p["reps"]) for c in blk]
+    for c, rep in schedule:
+        for a in allocs:   # interleaved: A,B,C,D,E then again
+            if c.allocs is not None and a.name not in c.allocs:
+                continue
+            k += 1
+            r = {"redis": runner.run_redis, "python3": runner.run_real,
+                 "sqlite3": runner.run_real}.get(c.prog, runner.run_prog)(c, a, rep)
+            runs.append(r)
+            shown = (f"{r.metrics.get(c.metric, 0) * c.scale_metric:.4g} {c.unit}"
+                     if r.ok else "FAIL " + r.error)
+            print(f"[{k}/{total} {time.monotonic() - t_start:5.0f}s] {c.id} | {a.name} "
+                  f"| rep {rep + 1}: {shown}, peak {r.maxrss_kb / 1024:.1f} MiB",
+                  flush=True)
 
     cg: dict[int, dict[str, float | str]] = {}
     want_cg = not args.no_callgrind and (not args.only or re.search(args.only, "callgrind"))
