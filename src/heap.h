@@ -23,9 +23,9 @@
 #define XA_HEAPS_MANY 4
 /* Classes up to 8 KiB keep a per-thread stack of blocks this thread freed
  * but does not own (see xa_heap_free_remote); check_sizeclass checks that
- * class XA_FINE_CLASSES_BEGIN + 7 is the 8 KiB one. */
-#define XA_FOREIGN_CLASSES 36
-_Static_assert(XA_FOREIGN_CLASSES == XA_FINE_CLASSES_BEGIN + 8, "class 35 is 8 KiB");
+ * class XA_FINE_CLASSES_END - 1 is the 8 KiB one. */
+#define XA_FOREIGN_CLASSES 44
+_Static_assert(XA_FOREIGN_CLASSES == XA_FINE_CLASSES_END, "class 43 is 8 KiB");
 /* Blocks a foreign stack holds at most (see foreign_limit_of in heap.c). */
 #define XA_FOREIGN_MAX 256
 

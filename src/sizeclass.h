@@ -1,12 +1,15 @@
 /* sizeclass.h: size <-> class mapping. Layer: bottom (pure functions and
  * tables; no state besides the tables built at boot).
  * Classes: 16..128 in steps of 16 (exact small classes), then four classes
- * per doubling up to 256 KiB, so internal waste stays under 20% (typically
- * near 10%), but eight per doubling from 4 KiB to 32 KiB: there each block
- * has pages of its own, so a finer class costs a thread no extra partly
- * used page, and the common "page plus a header" requests (4104, 4368 B:
- * sqlite's page cache, buffers with a length word) waste 5-12% instead of
- * 15-20%. Every class is a multiple of 16, so every block is 16-aligned.
+ * per doubling up to 1 KiB, eight per doubling from 1 KiB to 8 KiB, and
+ * four again up to 256 KiB. Eight where blocks share pages and where
+ * requests crowd just past a power of two: a payload plus a header (1032 B:
+ * sqlite's in-memory journal chunks; 1030 B: a redis 1 KiB string; 4104,
+ * 4368 B: sqlite's page cache) wastes 11% or less instead of up to 24%,
+ * resident, since every byte of a shared page is. Above 8 KiB a block has
+ * whole pages of its own, whose untouched tail stays virtual, so four
+ * suffice there. Internal waste stays under 20% everywhere (typically near
+ * 10%). Every class is a multiple of 16, so every block is 16-aligned.
  * `make sizeclass-tables` prints the literal tables of sizeclass.c. */
 #ifndef XA_SIZECLASS_H
 #define XA_SIZECLASS_H
@@ -14,9 +17,9 @@
 #include "common.h"
 
 #define XA_NCLASSES 64
-/* Classes 28..51: the eight per doubling from 4 KiB to 32 KiB. */
-#define XA_FINE_CLASSES_BEGIN 28
-#define XA_FINE_CLASSES_END 52
+/* Classes 20..43: the eight per doubling from 1 KiB to 8 KiB. */
+#define XA_FINE_CLASSES_BEGIN 20
+#define XA_FINE_CLASSES_END 44
 #define XA_SMALL_MAX ((size_t)256 * 1024)
 #define XA_SLAB_MAX_UNITS 16
 /* Blocks of at least this size span several pages: when free, the pages
@@ -50,11 +53,11 @@ extern const uint8_t xa_class_of_medium[(XA_MEDIUM_TABLE_MAX >> 7) + 1];
 uint32_t xa_sizeclass_rule_size(unsigned cls);
 uint32_t xa_sizeclass_rule_units(uint32_t size);
 
-/* Class of a request above 32 KiB (four per doubling): x is size - 1, k
- * the index of its top bit. */
+/* Class of a request above 8 KiB (four per doubling): x is size - 1, k
+ * the index of its top bit (k >= 13). */
 XA_FAST_PATH unsigned xa_size_class_coarse(size_t x, unsigned k)
 {
-    return XA_FINE_CLASSES_END + (k - 15u) * 4u + (unsigned)((x >> (k - 2u)) & 3u);
+    return XA_FINE_CLASSES_END + (k - 13u) * 4u + (unsigned)((x >> (k - 2u)) & 3u);
 }
 
 /* Class of a request of size bytes, 1024 < size <= XA_SMALL_MAX. */
@@ -81,10 +84,10 @@ static inline unsigned xa_size_class_compute(size_t size)
         return size == 0 ? 0 : (unsigned)((size - 1) >> 4);
     size_t x = size - 1;
     unsigned k = 63u - (unsigned)__builtin_clzl(x);
-    if (k < 12)
+    if (k < 10)
         return 8u + (k - 7u) * 4u + (unsigned)((x >> (k - 2u)) & 3u);
-    if (k < 15)
-        return XA_FINE_CLASSES_BEGIN + (k - 12u) * 8u + (unsigned)((x >> (k - 3u)) & 7u);
+    if (k < 13)
+        return XA_FINE_CLASSES_BEGIN + (k - 10u) * 8u + (unsigned)((x >> (k - 3u)) & 7u);
     return xa_size_class_coarse(x, k);
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "chunk.h"
+#include "heap.h"
 #include "sizeclass.h"
 
 START_TEST(tables_follow_rules)
@@ -47,19 +48,22 @@ END_TEST
 START_TEST(internal_waste_is_bounded)
 {
     /* Four classes per doubling: a request never wastes more than 20%
-     * of its block above 128 bytes; eight from 4 KiB to 32 KiB: 11.2%. */
+     * of its block above 128 bytes; eight from 1 KiB to 8 KiB: 11.2%. */
     for (size_t s = 129; s <= XA_SMALL_MAX; s++) {
         size_t b = xa_classes[xa_size_class(s)].size;
         ck_assert_uint_le((b - s) * 100, b * 20);
-        if (s > 4096 && s <= 32768)
+        if (s > 1024 && s <= 8192)
             ck_assert_uint_le((b - s) * 1000, b * 112);
     }
     /* Classes of the eight-per-doubling range, and the foreign stacks'
      * limit (heap.h) at 8 KiB. */
-    ck_assert_uint_eq(xa_classes[XA_FINE_CLASSES_BEGIN - 1].size, 4096);
-    ck_assert_uint_eq(xa_classes[XA_FINE_CLASSES_END - 1].size, 32768);
-    ck_assert_uint_eq(xa_classes[XA_FINE_CLASSES_BEGIN + 7].size, 8192);
-    ck_assert_uint_eq(xa_size_class(4368), XA_FINE_CLASSES_BEGIN); /* 4608 */
+    ck_assert_uint_eq(xa_classes[XA_FINE_CLASSES_BEGIN - 1].size, 1024);
+    ck_assert_uint_eq(xa_classes[XA_FINE_CLASSES_END - 1].size, 8192);
+    ck_assert_uint_eq(XA_FOREIGN_CLASSES, XA_FINE_CLASSES_END);
+    /* A page or a KiB plus a header: the next eighth, not the next quarter. */
+    ck_assert_uint_eq(xa_classes[xa_size_class(1032)].size, 1152);
+    ck_assert_uint_eq(xa_classes[xa_size_class(2064)].size, 2304);
+    ck_assert_uint_eq(xa_classes[xa_size_class(4368)].size, 4608);
 }
 END_TEST
 
