@@ -94,13 +94,19 @@ struct xa_arena;
 #define XA_SLAB_ABANDONED 4u
 
 typedef struct xa_slab {
-    /* ---- hot: the owner's fast paths, read by other threads' frees ---- */
-    uintptr_t free;           /* first free block (plain pointer), 0 = none */
-    uint32_t used;            /* blocks out, incl. remote frees not collected */
+    /* ---- first line: what a free reads to know the block, and the word
+     * other threads' frees push to. Written on slow paths only (and by
+     * the pushes, one atomic per chain), so a thread freeing another's
+     * blocks reads a line that the owner's malloc and free leave alone:
+     * were the owner's counters here, every such free would pull the
+     * line from the owner's core and the owner's next malloc pull it
+     * back (producer/consumer: a third of malloc's time). ---- */
+    _Atomic uintptr_t thread_free; /* count | remote-freed blocks | enum xa_tf_state */
     uint8_t in_full;          /* small: XA_SLAB_IN_FULL | XA_SLAB_TRIM; large: parked */
     uint8_t kind;             /* enum xa_run_kind */
     uint8_t cls;              /* size class (small) */
     uint8_t units;            /* run length in units */
+    uint32_t dunits;          /* free run: units touched since last purge */
     struct xa_heap *heap;     /* owner; NULL when none */
     char *start;              /* first block */
     uint64_t div_magic;       /* ceil(2^64 / block_size): interior-pointer test */
@@ -122,18 +128,16 @@ typedef struct xa_slab {
     uint8_t dirty;            /* free run: dunits > 0 */
     uint8_t zeroed;           /* free/large run: known to read as zero */
     uint8_t in_dirty_list;
-    /* ---- second line: remote frees and slow paths ---- */
-    /* Written by other threads' frees (one atomic per chain): on a line of
-     * its own, so that they do not take away the line the owner's malloc
-     * and free read and write on every call. */
-    _Atomic uintptr_t thread_free; /* count | remote-freed blocks | enum xa_tf_state */
-    struct xa_slab *next, *prev;   /* heap class list, full list, bins */
-    struct xa_slab *dnext, *dprev; /* arena dirty FIFO (free runs) */
-    uint64_t freed_ns;        /* free run: when it became free */
-    uint32_t dunits;          /* free run: units touched since last purge */
+    /* ---- second line: the owner's fast paths (malloc touches nothing
+     * else of the slab) and slow paths ---- */
+    uintptr_t free;           /* first free block (plain pointer), 0 = none */
+    uint32_t used;            /* blocks out, incl. remote frees not collected */
     /* Small, abandoned: kept empty at its thread's exit for the next
      * thread of the arena (xa_arena_slab_keep; freed_ns is then when). */
     uint32_t warm;
+    struct xa_slab *next, *prev;   /* heap class list, full list, bins */
+    struct xa_slab *dnext, *dprev; /* arena dirty FIFO (free runs) */
+    uint64_t freed_ns;        /* free run: when it became free */
 #if XA_PROF
     /* Profiling build: a sampled large block's record (in a huge chunk,
      * slabs[1]'s holds the huge block's); NULL or stale otherwise, which
@@ -145,8 +149,8 @@ typedef struct xa_slab {
 } xa_slab;
 
 _Static_assert(sizeof(xa_slab) == 128, "slab descriptor is 128 bytes");
-_Static_assert(offsetof(xa_slab, in_dirty_list) < 64 && offsetof(xa_slab, thread_free) == 64,
-               "the owner's fields on the first line, remote frees' word on the second");
+_Static_assert(offsetof(xa_slab, in_dirty_list) < 64 && offsetof(xa_slab, free) == 64,
+               "what frees read on the first line, the owner's counters on the second");
 
 /* Bit 31 of a small slab's used mirrors in_full != 0 (but for the head of
  * a big class, see xa_slab_slow_bit), so the owner's free tests "empty or
@@ -208,11 +212,11 @@ typedef struct xa_chunk {
         xa_slab slabs[XA_UNITS_PER_CHUNK];
         struct {
             uint64_t magic;
-            uint32_t used_units;      /* units in runs that are not free */
             uint8_t huge_advised;     /* advised MADV_HUGEPAGE */
             uint8_t unit0_kind_;      /* slabs[0].kind: not a header field */
             uint8_t pad0_;
             uint8_t unit0_units_;     /* slabs[0].units: not a header field */
+            uint32_t used_units;      /* units in runs that are not free */
             struct xa_arena *arena;   /* where slabs[0].heap is */
             /* Per unit: the unit its run starts at, which is also the
              * index of the run's descriptor, at 128 * index from the chunk,

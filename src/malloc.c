@@ -28,6 +28,10 @@
 #define API(name) name
 #endif
 #define XA_API XA_EXPORT
+/* The entry points every allocation runs through start on a cache line:
+ * where a fast path falls relative to 64-byte boundaries changed a
+ * malloc/free pair loop by 10% when unrelated code moved them. */
+#define XA_API_HOT XA_EXPORT __attribute__((aligned(64)))
 
 /* C23 names glibc 2.36 does not declare yet. */
 void API(free_sized)(void *p, size_t size);
@@ -533,7 +537,7 @@ static XA_NOINLINE void *realloc_prof(void *p, size_t size);
 static size_t usable_prof(xa_chunk *c, void *p);
 #endif
 
-XA_API void *API(malloc)(size_t size)
+XA_API_HOT void *API(malloc)(size_t size)
 {
 #if XA_PROF
     if (xa_prof_sample_due(size)) /* prof hook */
@@ -542,7 +546,7 @@ XA_API void *API(malloc)(size_t size)
     return malloc_inline(size);
 }
 
-XA_API void API(free)(void *p)
+XA_API_HOT void API(free)(void *p)
 {
     free_inline(p);
 }
@@ -552,7 +556,7 @@ XA_API void API(cfree)(void *p)
     free_inline(p);
 }
 
-XA_API void API(free_sized)(void *p, size_t size)
+XA_API_HOT void API(free_sized)(void *p, size_t size)
 {
     (void)size;
     free_inline(p);
@@ -565,7 +569,7 @@ XA_API void API(free_aligned_sized)(void *p, size_t align, size_t size)
     free_inline(p);
 }
 
-XA_API void *API(calloc)(size_t n, size_t size)
+XA_API_HOT void *API(calloc)(size_t n, size_t size)
 {
     size_t total;
     if (__builtin_mul_overflow(n, size, &total))
@@ -587,7 +591,7 @@ XA_API void *API(calloc)(size_t n, size_t size)
 }
 
 static void *realloc_impl(void *p, size_t size);
-XA_API void *API(realloc)(void *p, size_t size)
+XA_API_HOT void *API(realloc)(void *p, size_t size)
 {
 #if XA_PROF
     if (!p) /* prof hook: realloc(NULL, size) is a malloc */
