@@ -6,10 +6,14 @@
  * requests crowd just past a power of two: a payload plus a header (1032 B:
  * sqlite's in-memory journal chunks; 1030 B: a redis 1 KiB string; 4104,
  * 4368 B: sqlite's page cache) wastes 11% or less instead of up to 24%,
- * resident, since every byte of a shared page is. Above 8 KiB a block has
- * whole pages of its own, whose untouched tail stays virtual, so four
- * suffice there. Internal waste stays under 20% everywhere (typically near
- * 10%). Every class is a multiple of 16, so every block is 16-aligned.
+ * resident, since every byte of a shared page is. The 64 class slots pay
+ * for it with four per doubling from 8 to 32 KiB, where requests are
+ * rarer and a block spans pages: the waste past a request's end is
+ * resident only on pages the program or a neighbouring block touches
+ * (from 16 KiB up, where classes are page multiples, whole pages of it
+ * stay virtual).
+ * Internal waste stays under 20% everywhere (typically near 10%). Every
+ * class is a multiple of 16, so every block is 16-aligned.
  * `make sizeclass-tables` prints the literal tables of sizeclass.c. */
 #ifndef XA_SIZECLASS_H
 #define XA_SIZECLASS_H
