@@ -222,9 +222,11 @@ typedef struct xa_chunk {
              * index of the run's descriptor, at 128 * index from the chunk,
              * so xa_run_of is one shift and add. */
             uint8_t first_of[XA_UNITS_PER_CHUNK];
-            /* What a free of another thread's block reads, on the same
-             * line: whether it may be kept (xa_chunk_keep_key: same for
-             * every chunk of one NUMA node) and whose arena it is. */
+            /* Whether another thread may keep a freed block of this chunk
+             * (xa_chunk_keep_key: same for every chunk of one NUMA node)
+             * and whose arena it is. Frees no longer read them here: a
+             * small slab takes copies when it is made (xa_arena_slab_new),
+             * on the descriptor line a free reads anyway. */
             uint32_t keep_key;
             uint32_t arena_index;
             /* ---- written as runs come and go: off the line every free reads ---- */
@@ -248,7 +250,7 @@ _Static_assert(offsetof(xa_chunk, unit0_kind_) == offsetof(xa_slab, kind) &&
                    offsetof(xa_chunk, arena) == offsetof(xa_slab, heap),
                "the chunk's fields leave slabs[0].kind and .units alone");
 _Static_assert(offsetof(xa_chunk, arena_index) + 4 <= 64,
-               "what every free reads of the header is on its first line");
+               "first_of, arena and the keys share the header's first line");
 
 /* The chunk is advised MADV_HUGEPAGE: read without the arena lock by
  * frees and carving (a stale answer only misplaces one purge), written
