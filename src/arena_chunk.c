@@ -55,8 +55,6 @@ xa_chunk *xa_chunk_new(xa_arena *a)
     c->magic = XA_CHUNK_MAGIC;
     c->arena = a;
     c->map_size = XA_CHUNK_SIZE;
-    c->keep_key = xa_chunk_keep_key(a->node);
-    c->arena_index = a->index;
     a->huge_chunks += c->huge_advised;
     c->slabs[0].kind = XA_RUN_HEADER;
     c->slabs[0].units = 1;

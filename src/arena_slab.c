@@ -22,8 +22,10 @@ xa_slab *xa_arena_slab_new(xa_arena *a, unsigned cls, struct xa_heap *heap)
         s->reserved = ci->blocks;
         s->start = xa_unit_addr(c, s->first_unit);
         s->heap = heap;
-        s->small.keep_key = c->keep_key;
-        s->small.arena_index = c->arena_index;
+        /* Copies of what a free of another thread's block asks (keep it,
+         * and whose arena's count it lowers), on the line it reads. */
+        s->small.keep_key = xa_chunk_keep_key(a->node);
+        s->small.arena_index = a->index;
         if (ci->size >= XA_TRIM_MIN_BLOCK)
             xa_slab_set_in_full(s, XA_SLAB_TRIM);
         a->class_slabs[cls]++;

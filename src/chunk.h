@@ -112,9 +112,9 @@ typedef struct xa_slab {
     uint64_t div_magic;       /* ceil(2^64 / block_size): interior-pointer test */
     union {
         size_t large_size;    /* large: requested bytes */
-        /* Small: the chunk's keep key and arena index, copied here from
-         * its header so that a free of another thread's block reads no
-         * line but this one and the block's (the header lines of all
+        /* Small: the keep key and index of the chunk's arena, set when
+         * the slab is made, so that a free of another thread's block reads
+         * no line but this one and the block's (the header lines of all
          * chunks share one set of the L1 cache: 2 MiB apart). */
         struct {
             uint32_t keep_key;
@@ -222,13 +222,6 @@ typedef struct xa_chunk {
              * index of the run's descriptor, at 128 * index from the chunk,
              * so xa_run_of is one shift and add. */
             uint8_t first_of[XA_UNITS_PER_CHUNK];
-            /* Whether another thread may keep a freed block of this chunk
-             * (xa_chunk_keep_key: same for every chunk of one NUMA node)
-             * and whose arena it is. Frees no longer read them here: a
-             * small slab takes copies when it is made (xa_arena_slab_new),
-             * on the descriptor line a free reads anyway. */
-            uint32_t keep_key;
-            uint32_t arena_index;
             /* ---- written as runs come and go: off the line every free reads ---- */
             size_t map_size;          /* bytes mapped (2 MiB, or more for huge) */
             uint64_t dense_bytes;     /* atomic: bytes of large blocks and carved slab blocks */
@@ -249,8 +242,8 @@ _Static_assert(offsetof(xa_chunk, unit0_kind_) == offsetof(xa_slab, kind) &&
                    offsetof(xa_chunk, unit0_units_) == offsetof(xa_slab, units) &&
                    offsetof(xa_chunk, arena) == offsetof(xa_slab, heap),
                "the chunk's fields leave slabs[0].kind and .units alone");
-_Static_assert(offsetof(xa_chunk, arena_index) + 4 <= 64,
-               "first_of, arena and the keys share the header's first line");
+_Static_assert(offsetof(xa_chunk, first_of) + XA_UNITS_PER_CHUNK <= 64,
+               "first_of and arena share the header's first line");
 
 /* The chunk is advised MADV_HUGEPAGE: read without the arena lock by
  * frees and carving (a stale answer only misplaces one purge), written

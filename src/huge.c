@@ -191,8 +191,6 @@ void *xa_huge_alloc(xa_arena *a, size_t size, size_t align, bool zero)
         c->magic = XA_CHUNK_MAGIC;
         c->arena = a;
         c->map_size = map_size;
-        c->keep_key = xa_chunk_keep_key(a->node);
-        c->arena_index = a->index;
         c->slabs[0].kind = XA_RUN_HUGE;
         c->slabs[0].units = 1;
         /* Every unit of the first 2 MiB leads to slabs[0] (xa_run_of). */

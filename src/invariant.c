@@ -64,9 +64,11 @@ static void check_slab(struct ctx *x, xa_chunk *c, const xa_slab *s, bool lists)
             (void *)s, s->cls, s->block_size, s->units, s->capacity, xa_slab_used(s));
         return;
     }
-    if (s->small.keep_key != c->keep_key || s->small.arena_index != c->arena_index)
-        bad(x, "slab %p: keep key %u / arena %u, its chunk's %u / %u", (void *)s,
-            s->small.keep_key, s->small.arena_index, c->keep_key, c->arena_index);
+    if (s->small.keep_key != xa_chunk_keep_key(c->arena->node) ||
+        s->small.arena_index != c->arena->index)
+        bad(x, "slab %p: keep key %u / arena %u, its chunk's arena's %u / %u", (void *)s,
+            s->small.keep_key, s->small.arena_index, xa_chunk_keep_key(c->arena->node),
+            c->arena->index);
     if ((s->used & XA_USED_SLOW) != xa_slab_slow_bit(s->in_full, s->used))
         bad(x, "slab %p: used flag %u disagrees with in_full %u (head %u)", (void *)s,
             (s->used & XA_USED_SLOW) != 0, s->in_full, (s->used & XA_USED_HEAD) != 0);
