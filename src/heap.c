@@ -249,11 +249,13 @@ static void extend(xa_slab *s)
 }
 
 /* Arms the notification and moves s to the full list. Fails (returns
- * false) if remote frees arrived meanwhile: the caller collects them. */
+ * false) if remote frees arrived meanwhile: the caller collects them.
+ * Still armed from an earlier time full (see unfull), it needs no atomic:
+ * remote frees since went to the owner, not to the list. */
 static bool to_full(xa_heap *h, xa_slab *s)
 {
     uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
-    for (;;) {
+    while (old != (uintptr_t)XA_TF_NOTIFY) {
         if (xa_tf_list(old))
             return false;
         if (atomic_compare_exchange_weak_explicit(&s->thread_free, &old,
@@ -266,15 +268,16 @@ static bool to_full(xa_heap *h, xa_slab *s)
     return true;
 }
 
+/* Back from the full list at the owner's free. The notification stays
+ * armed: clearing it took a locked compare-exchange, which waits for every
+ * store the thread has in flight (a program writing fresh blocks: 80% of
+ * this path's time, a slab of big blocks filling and emptying on every
+ * few frees). The next remote free of s, if any, hands its block to the
+ * owner (push_remote_chain) and disarms it; a slab that fills again is
+ * armed already. */
 static void unfull(xa_heap *h, xa_slab *s)
 {
     full_remove(h, s);
-    uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
-    while ((old & XA_TF_MASK) == XA_TF_NOTIFY &&
-           !atomic_compare_exchange_weak_explicit(&s->thread_free, &old,
-                                                  (old & ~XA_TF_MASK) | XA_TF_NORMAL,
-                                                  memory_order_acq_rel, memory_order_relaxed))
-        ;
     avail_push_back(h, s);
 }
 
