@@ -30,7 +30,7 @@ enum xa_run_kind {
 /* States of a slab's thread_free word (low two bits; blocks are 16-aligned). */
 enum xa_tf_state {
     XA_TF_NORMAL = 0,    /* remote frees go to the list */
-    XA_TF_NOTIFY = 1,    /* slab is full: the next remote free tells the owner */
+    XA_TF_NOTIFY = 1,    /* slab is (or was) full: the next remote free tells the owner */
     XA_TF_NOTIFYING = 2, /* a remote thread is telling the owner now */
     XA_TF_NEVER = 3,     /* no owner (abandoned): never notify */
 };
