@@ -270,11 +270,11 @@ static bool to_full(xa_heap *h, xa_slab *s)
 
 /* Back from the full list at the owner's free. The notification stays
  * armed: clearing it took a locked compare-exchange, which waits for every
- * store the thread has in flight (a program writing fresh blocks: 80% of
- * this path's time, a slab of big blocks filling and emptying on every
- * few frees). The next remote free of s, if any, hands its block to the
- * owner (push_remote_chain) and disarms it; a slab that fills again is
- * armed already. */
+ * store the thread has in flight (in a program writing fresh blocks, 80%
+ * of this path's time: a slab of big blocks holds few, so it fills and
+ * leaves the full list every few frees). The next remote free of s, if
+ * any, hands its block to the owner (push_remote_chain) and disarms it;
+ * a slab that fills again is armed already. */
 static void unfull(xa_heap *h, xa_slab *s)
 {
     full_remove(h, s);
