@@ -157,10 +157,10 @@ _Static_assert(offsetof(xa_slab, in_dirty_list) < 64 && offsetof(xa_slab, free) 
  * flagged" with the one decrement it does anyway (a result <= 0 as a
  * signed number). Counts stay far below bit 30. */
 #define XA_USED_SLOW 0x80000000u
-/* Bit 30: s heads its owner's class list (it is the current slab, or is
- * again once the serving stack runs dry) and the heap keeps it when it
- * empties (tcache on). The owner's free then never sees its count reach
- * zero, so that test has a single outcome: the slow path. */
+/* Bit 30: s heads its owner's class list (often the current slab) and
+ * the heap keeps it when it empties (tcache on). The owner's free then
+ * never sees its count reach zero, so that test has a single outcome: the
+ * slow path. */
 #define XA_USED_HEAD 0x40000000u
 #define XA_USED_FLAGS (XA_USED_SLOW | XA_USED_HEAD)
 

@@ -469,6 +469,8 @@ static void *take_slab(xa_heap *h, xa_slab *s)
         avail_remove(h, s);
         avail_push_front(h, s);
     }
+    /* (The head may not be current: a free made another slab current.) */
+    __atomic_store_n(&h->cur[s->cls], s, __ATOMIC_RELAXED);
     return xa_heap_malloc_small(h, xa_classes[s->cls].size);
 }
 
@@ -782,9 +784,11 @@ static void free_local_slow(xa_heap *h, xa_slab *s)
             h->trim_pool_low = pool;
         }
     }
-    if (xa_slab_used(s) == 0 && (!xa_heap_is_current(h, s) || h->no_keep)) {
-        /* Empty and not current: back to the arena, where it coalesces
-         * and, once decayed, is returned to the OS. */
+    if (xa_slab_used(s) == 0 && (s != h->avail[s->cls] || h->no_keep)) {
+        /* Empty and not its list's head (current or not: the free fast
+         * path makes any slab of the list current): back to the arena,
+         * where it coalesces and, once decayed, is returned to the OS.
+         * (avail_remove makes the head current again.) */
         avail_remove(h, s);
         wait_notifying(s);
         if (spare_park(h, s))

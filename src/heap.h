@@ -31,7 +31,10 @@ _Static_assert(XA_FOREIGN_CLASSES == XA_FINE_CLASSES_END, "class 43 is 8 KiB");
 
 typedef struct xa_heap {
     /* ---- hot ---- */
-    xa_slab *cur[XA_NCLASSES];     /* current slab per class, never NULL */
+    /* Current slab per class, never NULL: a slab of the class list (the
+     * one a malloc slow path took, or the last one freed into), a stack,
+     * or a placeholder (empty, the reclaim sentinel). */
+    xa_slab *cur[XA_NCLASSES];
     /* 1 while the owner is inside malloc (fast and slow path): the purger
      * reclaims an idle thread's empty slabs only when it reads 0 here after
      * a process-wide barrier (see "idle reclaim" in heap.c). After cur[],
@@ -225,8 +228,8 @@ extern unsigned xa_heap_purger_state;
 
 extern xa_heap xa_heap_empty;
 extern xa_slab xa_slab_empty;
-/* cur[cls] for a moment while the purger reclaims the class's slab (then
- * the avail list's head is the current slab); see heap.c. */
+/* cur[cls] for a moment while the purger reclaims the class's current
+ * slab; see heap.c. */
 extern xa_slab xa_slab_reclaiming;
 extern __thread xa_heap *xa_tls_heap __attribute__((tls_model("initial-exec")));
 
@@ -319,15 +322,6 @@ static inline uint32_t xa_heap_owner_enter(xa_heap *h)
 static inline void xa_heap_owner_leave(xa_heap *h, uint32_t prev)
 {
     __atomic_store_n(&h->busy, prev, __ATOMIC_RELEASE);
-}
-
-/* True when s is h's current slab of its class. Owner code between
- * owner_enter and owner_leave may still see the reclaim sentinel in cur[]
- * (stored before the purger found the heap busy, and taken back). */
-static inline bool xa_heap_is_current(const xa_heap *h, const xa_slab *s)
-{
-    const xa_slab *cur = __atomic_load_n(&h->cur[s->cls], __ATOMIC_RELAXED);
-    return s == cur || (cur == &xa_slab_reclaiming && s == h->avail[s->cls]);
 }
 
 /* ---- fast paths ---- */
@@ -455,10 +449,11 @@ not_positive:
 XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
 {
     uintptr_t mark = xa_free_mark_of(b); /* read before the stores: they may alias it */
+    size_t cls = s->cls; /* (kept in a register across the decrement's asm) */
     b->next = s->free ^ xa_heap_secret;
     b->mark = mark;
     s->free = (uintptr_t)b;
-    h->nfree[s->cls]++;
+    h->nfree[cls]++;
     XA_TSAN_PUBLISH(h);
     /* One test for "now empty" and "flagged" (XA_USED_SLOW). A slab the
      * heap keeps when empty (its list's head) never counts down to zero
@@ -478,7 +473,14 @@ XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
             return;
         }
         xa_heap_free_local_slow(h, s);
+        return;
     }
+    /* The slab just freed into serves the next malloc of its class: that
+     * block's line is in cache now (the free wrote it), where the current
+     * slab's next block may be cold (ovsdb update, larson: frees spread
+     * over many slabs of a big working set). Any slab in the class list
+     * may be current; only the list's head is kept when it empties. */
+    __atomic_store_n(&h->cur[cls], s, __ATOMIC_RELAXED);
 }
 
 /* Keeps b (marked free already) in foreign stack f, which holds n blocks

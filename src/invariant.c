@@ -257,14 +257,15 @@ static void check_arena(struct ctx *x, xa_arena *a)
 static void check_heap(struct ctx *x, xa_heap *h)
 {
     for (unsigned cls = 0; cls < XA_NCLASSES; cls++) {
+        /* The current slab: one of the class list (any place in it: a free
+         * makes the slab it freed into current), the serving stack, or a
+         * placeholder (empty; the reclaim sentinel while the purger looks). */
         xa_slab *cur = __atomic_load_n(&h->cur[cls], __ATOMIC_RELAXED);
-        if (cur == &xa_slab_reclaiming) /* the purger looks at it: the head is current */
-            cur = h->avail[cls];
-        if (cur != &xa_slab_empty && cur != h->avail[cls] &&
-            !(cls < XA_FOREIGN_CLASSES && cur == xa_heap_serving(h, cls)))
-            bad(x, "heap: cur[%u] is neither the list head nor the serving stack", cls);
+        bool cur_found = cur == &xa_slab_empty || cur == &xa_slab_reclaiming ||
+                         (cls < XA_FOREIGN_CLASSES && cur == xa_heap_serving(h, cls));
         xa_slab *prev = NULL;
         for (xa_slab *s = h->avail[cls]; s; prev = s, s = s->next) {
+            cur_found |= s == cur;
             if (s->kind != XA_RUN_SMALL || s->cls != cls || s->heap != h ||
                 (s->in_full & (XA_SLAB_IN_FULL | XA_SLAB_ABANDONED)) ||
                 s->prev != prev) {
@@ -277,6 +278,8 @@ static void check_heap(struct ctx *x, xa_heap *h)
                     cls, prev ? "not the head" : "the head", prev ? "set" : "wrong");
             check_slab(x, xa_chunk_of(s), s, true);
         }
+        if (!cur_found)
+            bad(x, "heap: cur[%u] is neither a slab of its list nor the serving stack", cls);
     }
     for (xa_slab *s = h->full; s; s = s->next) {
         if (s->kind != XA_RUN_SMALL || s->heap != h || !(s->in_full & XA_SLAB_IN_FULL) ||
