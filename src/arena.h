@@ -64,6 +64,13 @@ typedef struct xa_arena {
     uint64_t nchunks, huge_mapped, huge_cache_bytes, huge_cache_count;
     uint64_t used_units, dirty_units, retained_units;
     uint64_t dirty_low_units;         /* lowest dirty_units since the last free-time purge */
+    /* Units freed lately, less twice the units taken, never below zero:
+     * it grows only while frees outrun reuse by more than 2:1 (a mass
+     * free, a heap that shrinks), while a program that frees and takes
+     * alike drives it to zero again whatever its pool does. A phase of
+     * allocations alone leaves nothing behind: a mass free that follows
+     * counts from its first unit. */
+    uint64_t free_streak_units;
     /* Free-time purge learning (see xa_purge_oldest): units the last
      * purge gave back and when, clean units handed out since, and the
      * floor the allowance has learned from them. */

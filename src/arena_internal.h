@@ -134,6 +134,16 @@ static inline void xa_purge_excess(xa_arena *a, uint64_t now)
      * and a refault per run (decay takes what stays unused). */
     if (xa_likely(a->dirty_units <= allow || a->dirty_units <= a->dirty_low_units + allow / 2))
         return;
+    /* ... and only while frees outrun reuse (a streak of the allowance:
+     * big-class slabs come and go a few units at a time, and a dozen of
+     * them in a row is chance in a steady program). A pool that wanders
+     * while the program frees and allocates alike (a server whose
+     * working set changes shape) reaches that height too, but what is
+     * purged then is faulted in again within moments, and in a virtual
+     * machine a refault can cost tens of microseconds. Decay still
+     * returns what stays unused. */
+    if (a->free_streak_units < allow)
+        return;
     xa_purge_oldest(a, allow, now);
 }
 

@@ -728,6 +728,7 @@ static void free_local_slow(xa_heap *h, xa_slab *s)
     if (s->in_full & XA_SLAB_IN_FULL)
         unfull(h, s);
     if ((s->in_full & XA_SLAB_TRIM) && (h->trim_pending += s->block_size) > TRIM_ALLOWANCE) {
+        uint64_t freed = h->trim_pending;
         /* A mass free grows the pool of free big blocks: purge it down to
          * the allowance each time it has grown by twice that since its
          * lowest point. A program that frees and allocates big blocks in a
@@ -738,13 +739,21 @@ static void free_local_slow(xa_heap *h, xa_slab *s)
         uint64_t pool = big_free_bytes(h); /* trimmed blocks included */
         uint64_t last = h->trim_pool_last;
         h->trim_pool_last = pool;
-        /* Frees outrun mallocs only when the big blocks allocated since
-         * the last look are fewer than half of those freed: else the heap
-         * grows or churns in a steady state, its pool the fragmentation of
-         * a working set (a server warming up), and a trim now would be
-         * faulted in again by the next requests. */
+        /* Frees outrun mallocs only when the big blocks freed lately are
+         * more than twice those allocated: else the heap grows or churns
+         * in a steady state, its pool the fragmentation of a working set
+         * (a server warming up), and a trim now would be faulted in again
+         * by the next requests. Lately: a streak, freed less twice the
+         * allocated, over as many looks as it lasts. One look alone (a few
+         * dozen blocks) would see a steady program's random sizes swing
+         * 2:1 now and then; a mass free keeps the streak from its second
+         * look on. */
         uint64_t mallocs = big_malloc_bytes(h);
-        bool outrun = mallocs - h->trim_malloc_last <= TRIM_ALLOWANCE / 2;
+        uint64_t gain = freed >> 10, cost = 2 * ((mallocs - h->trim_malloc_last) >> 10);
+        uint64_t streak = h->trim_free_streak_kib + gain;
+        streak = streak > cost ? streak - cost : 0;
+        h->trim_free_streak_kib = streak < UINT32_MAX ? (uint32_t)streak : UINT32_MAX;
+        bool outrun = streak >= TRIM_ALLOWANCE >> 10;
         h->trim_malloc_last = mallocs;
         if (pool < h->trim_pool_low)
             h->trim_pool_low = pool;

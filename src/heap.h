@@ -78,6 +78,10 @@ typedef struct xa_heap {
     _Atomic(xa_slab *) spare[XA_NCLASSES];
     uint64_t spare_ns[XA_NCLASSES]; /* atomic: when each was parked */
     uint32_t spare_count;          /* spares parked (read by statistics, no lock) */
+    /* KiB of big-class blocks freed over the last looks of the free-time
+     * trim less twice those allocated, never below zero (see
+     * free_local_slow; 32 bits, in the 4 bytes the fields around leave). */
+    uint32_t trim_free_streak_kib;
     /* Smaller classes park a spare only once the heap churns their slabs
      * (bit per class, atomic: the purger clears them): slab_returned, it
      * gave an empty slab of the class back to the arena; slab_churn, it

@@ -105,6 +105,8 @@ xa_slab *xa_run_alloc(xa_arena *a, unsigned units)
      * in use before; above it, it grows, and fresh pages are no sign that
      * a purge was premature (a buffer growing by realloc). */
     bool again = xa_arena_used_grew(a);
+    /* (two units of a streak per unit taken: see free_streak_units) */
+    a->free_streak_units = a->free_streak_units > 2u * units ? a->free_streak_units - 2u * units : 0;
     if (a->dirty_units < a->dirty_low_units) /* reuse: the pool's low point */
         a->dirty_low_units = a->dirty_units;
     if (a->last_purge_units && units > dunits && again) /* clean units: faulted in anew */
@@ -126,6 +128,7 @@ void xa_run_free(xa_arena *a, xa_chunk *c, xa_slab *s)
     c->used_units -= units;
     a->used_units -= units;
     xa_chunk_density_changed(a, c);
+    a->free_streak_units += units;
     uint64_t now = xa_os_now_ns();
     if (first > 1) {
         xa_slab *left = &c->slabs[c->first_of[first - 1]];

@@ -230,6 +230,47 @@ START_TEST(free_purges_above_allowance)
 }
 END_TEST
 
+/* A pool of free runs that grows while the program takes as much memory as
+ * it frees (a server whose working set changes shape: its new blocks do
+ * not fit the holes its old ones leave) is not purged at free, whatever
+ * its height: those pages would be faulted in again. The same frees with
+ * no allocation between them (a mass free) are. */
+START_TEST(pool_grown_while_allocations_keep_pace_is_not_purged_at_free)
+{
+    xa_arena *a = arena();
+    enum { CHUNKS = 16, OLD = 8, NEW = 12 }; /* units: three OLD blocks a chunk */
+    ck_assert_uint_eq(XA_LARGE_MAX_UNITS / OLD, 3);
+    ck_assert_uint_gt(NEW, XA_LARGE_MAX_UNITS - 3 * OLD); /* NEW fits no tail */
+    void *old[CHUNKS][3], *fresh[CHUNKS];
+    for (int c = 0; c < CHUNKS; c++)
+        for (int i = 0; i < 3; i++) {
+            ck_assert_ptr_nonnull(old[c][i] = xa_arena_large_alloc(a, (size_t)OLD * XA_UNIT_SIZE,
+                                                                     false));
+            memset(old[c][i], 1, (size_t)OLD * XA_UNIT_SIZE);
+        }
+    uint64_t before = a->purged_by[XA_PURGE_AT_FREE];
+    /* Each middle block freed is a hole between two live ones, too small
+     * for the NEW block allocated next, which comes from fresh pages. */
+    for (int c = 0; c < CHUNKS; c++) {
+        xa_arena_large_free(xa_chunkmap_lookup(old[c][1]), slab_of(old[c][1]));
+        ck_assert_ptr_nonnull(fresh[c] = xa_arena_large_alloc(a, (size_t)NEW * XA_UNIT_SIZE, false));
+        memset(fresh[c], 2, (size_t)NEW * XA_UNIT_SIZE);
+    }
+    /* The frees never outran the allocations: no purge, though the pool
+     * grew past the allowance by more than half of it (which alone once
+     * triggered one). */
+    ck_assert_uint_eq(a->purged_by[XA_PURGE_AT_FREE], before);
+    ck_assert_uint_gt(a->dirty_units, xa_arena_dirty_allowance_units(a) + XA_DIRTY_FLOOR_UNITS / 2);
+    for (int c = 0; c < CHUNKS; c++) {
+        xa_arena_large_free(xa_chunkmap_lookup(old[c][0]), slab_of(old[c][0]));
+        xa_arena_large_free(xa_chunkmap_lookup(old[c][2]), slab_of(old[c][2]));
+        xa_arena_large_free(xa_chunkmap_lookup(fresh[c]), slab_of(fresh[c]));
+    }
+    ck_assert_uint_gt(a->purged_by[XA_PURGE_AT_FREE], before);
+    ck_assert_uint_le(a->dirty_units, XA_DIRTY_FLOOR_UNITS + a->used_units / 8);
+}
+END_TEST
+
 /* The learnt floor's ceiling: twice the most units in use since the floor
  * last halved, at least twice the base floor. */
 static uint64_t floor_ceiling(const xa_arena *a)
@@ -494,6 +535,7 @@ static Suite *make_suite(void)
     tcase_add_test(t, huge_blocks_map_grow_and_unmap);
     tcase_add_test(t, purge_returns_free_chunks);
     tcase_add_test(t, free_purges_above_allowance);
+    tcase_add_test(t, pool_grown_while_allocations_keep_pace_is_not_purged_at_free);
     tcase_add_test(t, churn_wider_than_the_allowance_stops_free_time_purges);
     tcase_add_test(t, purge_stops_at_the_learnt_floor);
     tcase_add_test(t, small_heap_dumped_and_retaken_stops_free_time_purges);
