@@ -471,7 +471,7 @@ static void *take_slab(xa_heap *h, xa_slab *s)
     }
     /* (The head may not be current: a free made another slab current.) */
     __atomic_store_n(&h->cur[s->cls], s, __ATOMIC_RELAXED);
-    return xa_heap_malloc_small(h, xa_classes[s->cls].size);
+    return xa_heap_malloc_class(h, s->cls);
 }
 
 static void *malloc_slow(xa_heap *h, unsigned cls)
@@ -480,7 +480,7 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
         h = xa_heap_hooks.thread_init();
         if (!h)
             return NULL;
-        return xa_heap_malloc_small(h, xa_classes[cls].size);
+        return xa_heap_malloc_class(h, cls);
     }
     /* The thread may have moved to another node since the last look (no
      * call at all on a one-node machine). */
@@ -515,7 +515,7 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
         }
         if (v->free) {
             __atomic_store_n(&h->cur[cls], v, __ATOMIC_RELAXED);
-            return xa_heap_malloc_small(h, xa_classes[cls].size);
+            return xa_heap_malloc_class(h, cls);
         }
     }
     /* Small blocks already freed in any of the class's slabs come before a
@@ -569,7 +569,7 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
         extend(s);
     if (!s->free)
         return malloc_slow(h, cls); /* adopted a full slab */
-    return xa_heap_malloc_small(h, xa_classes[cls].size);
+    return xa_heap_malloc_class(h, cls);
 }
 
 void *xa_heap_malloc_slow(xa_heap *h, unsigned cls)
@@ -661,8 +661,11 @@ static bool spare_park(xa_heap *h, xa_slab *s)
         return false;
     s->next = old;
     s->prev = NULL;
-    __atomic_store_n(&h->spare_ns[cls], __atomic_load_n(&coarse_now_ns, __ATOMIC_RELAXED),
-                     __ATOMIC_RELAXED);
+    uint64_t parked = __atomic_load_n(&coarse_now_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->spare_ns[cls], parked, __ATOMIC_RELAXED);
+    /* The first spare sets the oldest park; later ones are younger. */
+    if (!__atomic_load_n(&h->spare_count, __ATOMIC_RELAXED))
+        __atomic_store_n(&h->spare_oldest_ms, (uint32_t)(parked / 1000000u), __ATOMIC_RELAXED);
     spare_count_add(h, 1);
     atomic_store_explicit(&h->spare[cls], s, memory_order_relaxed);
     note_parked(h);
@@ -689,13 +692,24 @@ static bool spare_flush(xa_heap *h, uint64_t now, bool force)
 {
     if (!__atomic_load_n(&h->spare_count, __ATOMIC_RELAXED))
         return false;
+    uint32_t decay_ms = (uint32_t)__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED);
+    /* None parked for decay_ms yet: no look at the 64 classes (two arrays
+     * of 512 bytes), which upkeep would make every 16 slow paths of a
+     * thread that parks and takes spares in rounds. (A clock read below
+     * the oldest park wraps to a large age: the look is made.) */
+    if (!force && (uint32_t)(now / 1000000u) -
+                          __atomic_load_n(&h->spare_oldest_ms, __ATOMIC_RELAXED) < decay_ms)
+        return true;
     bool left = false;
-    uint64_t decay_ns = (uint64_t)__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) * 1000000u;
+    uint64_t decay_ns = (uint64_t)decay_ms * 1000000u, oldest = UINT64_MAX;
     for (unsigned c = 0; c < XA_NCLASSES; c++) {
         if (!atomic_load_explicit(&h->spare[c], memory_order_relaxed))
             continue;
-        if (!force && now - __atomic_load_n(&h->spare_ns[c], __ATOMIC_RELAXED) < decay_ns) {
+        uint64_t parked = __atomic_load_n(&h->spare_ns[c], __ATOMIC_RELAXED);
+        if (!force && now - parked < decay_ns) {
             left = true;
+            if (parked < oldest)
+                oldest = parked;
             continue;
         }
         /* The whole chain: not taken for decay_ms, the class no longer
@@ -712,6 +726,8 @@ static bool spare_flush(xa_heap *h, uint64_t now, bool force)
             s = next;
         }
     }
+    if (left)
+        __atomic_store_n(&h->spare_oldest_ms, (uint32_t)(oldest / 1000000u), __ATOMIC_RELAXED);
     return left;
 }
 

@@ -40,7 +40,11 @@ typedef struct xa_heap {
      * a process-wide barrier (see "idle reclaim" in heap.c). After cur[],
      * which stays at offset 0 (one addressing mode for cur[cls]). */
     uint32_t busy;
-    uint32_t pad_hot;
+    /* Coarse milliseconds (low 32 bits) of the oldest park among the
+     * spares parked now, or of an earlier one: spare_flush skips its look
+     * at every class until decay_ms after it. Slow paths only (here, where
+     * the word after busy was padding). */
+    uint32_t spare_oldest_ms;
     uint64_t nmalloc[XA_NCLASSES]; /* statistics, written by the owner only */
     uint64_t nfree[XA_NCLASSES];
     /* ---- slow paths ---- */
