@@ -474,6 +474,18 @@ static void *take_slab(xa_heap *h, xa_slab *s)
     return xa_heap_malloc_class(h, s->cls);
 }
 
+/* Used-up slabs the malloc slow path leaves in the class list (the first
+ * ones it meets, the most recently current) instead of moving them to the
+ * full list. A program that takes a batch of blocks and frees it (a
+ * request's buffers: 40 blocks of 4 KiB span three slabs) empties the
+ * slabs it used up moments later: each move to the full list and back
+ * cost a slow path at both ends, some 20 instructions per malloc/free pair
+ * of the batch. A slab that stays used up is moved when it is passed
+ * again behind newer ones, so a growing heap's scans stay this short.
+ * Remote frees to a listed slab wait in its remote list, which the scan
+ * collects (a full slab's are handed over as they come). */
+#define EXHAUSTED_KEPT 2u
+
 static void *malloc_slow(xa_heap *h, unsigned cls)
 {
     if (h == &xa_heap_empty) {
@@ -527,6 +539,7 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
      * and go back to the arena. */
     bool holes_first = xa_classes[cls].size < XA_TRIM_MIN_BLOCK;
     xa_slab *carvable = NULL;
+    unsigned kept = 0; /* used-up slabs left in the list (EXHAUSTED_KEPT) */
     for (xa_slab *s = h->avail[cls]; s;) {
         xa_slab *next = s->next;
         if (!s->free)
@@ -538,6 +551,8 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
         if (s->capacity < s->reserved) {
             if (!carvable)
                 carvable = s;
+        } else if (kept < EXHAUSTED_KEPT) {
+            kept++; /* stays listed: its frees need no slow path */
         } else if (!to_full(h, s)) {
             continue; /* remote frees arrived: collect them on the next turn */
         }

@@ -147,6 +147,82 @@ START_TEST(rare_class_borrows_from_twice_its_size)
 }
 END_TEST
 
+/* Where each slab of a class list stands: in the class list (count), or
+ * on the full list (in_full). */
+static unsigned listed(const xa_heap *h, unsigned cls, const xa_slab *s)
+{
+    unsigned n = 0, at = 0;
+    for (const xa_slab *t = h->avail[cls]; t; t = t->next) {
+        n++;
+        if (t == s)
+            at = n;
+    }
+    return at;
+}
+
+static unsigned list_length(const xa_slab *s)
+{
+    unsigned n = 0;
+    for (; s; s = s->next)
+        n++;
+    return n;
+}
+
+START_TEST(used_up_slabs_stay_listed_until_passed_behind_newer_ones)
+{
+    /* A batch that spans slabs: the two slabs used up last stay in the
+     * class list, so the frees that follow into them take no slow path
+     * (no move back from the full list); an older one that stays used up
+     * goes to the full list, so a growing heap's scans stay short. */
+    unsigned cls = xa_size_class(4096);
+    uint32_t per = xa_classes[cls].blocks;
+    enum { MAX = 1024 };
+    ck_assert_uint_lt(6 * per + 1, MAX);
+    static void *p[MAX];
+    xa_heap *h = xa_tls_heap;
+    for (unsigned i = 0; i < 3 * per + 1; i++)
+        ck_assert_ptr_nonnull(p[i] = xa_test_malloc(4096));
+    h = xa_tls_heap;
+    xa_slab *a = slab_of(p[0]), *b = slab_of(p[per]), *c = slab_of(p[2 * per]),
+            *d = slab_of(p[3 * per]);
+    ck_assert(a != b && b != c && c != d);
+    ck_assert_uint_eq(xa_slab_used(b), per);
+    ck_assert_uint_eq(xa_slab_used(c), per);
+    /* d current at the head, then c and b used up; a on the full list. */
+    ck_assert_uint_eq(listed(h, cls, d), 1);
+    ck_assert_uint_eq(listed(h, cls, c), 2);
+    ck_assert_uint_eq(listed(h, cls, b), 3);
+    ck_assert_uint_eq(listed(h, cls, a), 0);
+    ck_assert(a->in_full & XA_SLAB_IN_FULL);
+    ck_assert(!(b->in_full & XA_SLAB_IN_FULL) && !(c->in_full & XA_SLAB_IN_FULL));
+    /* A free into a listed used-up slab: on the fast path (no slow flag),
+     * and the slab stays where it is. */
+    ck_assert_uint_eq(b->used & XA_USED_SLOW, 0);
+    xa_test_free(p[per]);
+    p[per] = NULL;
+    ck_assert_uint_eq(xa_slab_used(b), per - 1);
+    ck_assert_uint_eq(listed(h, cls, b), 3);
+    /* A free into the full one brings it back. */
+    ck_assert_uint_ne(a->used & XA_USED_SLOW, 0);
+    xa_test_free(p[0]);
+    p[0] = NULL;
+    ck_assert(!(a->in_full & XA_SLAB_IN_FULL));
+    ck_assert_uint_ne(listed(h, cls, a), 0);
+    assert_clean();
+    /* Growing on: the list never holds more than the two kept used-up
+     * slabs beside the current one and those with free blocks. */
+    for (unsigned i = 3 * per + 1; i < 6 * per + 1; i++)
+        ck_assert_ptr_nonnull(p[i] = xa_test_malloc(4096));
+    ck_assert_uint_le(list_length(h->avail[cls]), 3 + 2);
+    ck_assert_uint_ge(list_length(h->full), 2);
+    assert_clean();
+    for (unsigned i = 0; i < 6 * per + 1; i++)
+        if (p[i])
+            xa_test_free(p[i]);
+    assert_clean();
+}
+END_TEST
+
 START_TEST(holes_are_used_before_a_new_page_is_carved)
 {
     /* A class with two slabs: blocks freed in the first (full) one are
@@ -1095,6 +1171,7 @@ static Suite *heap_suite(void)
     tcase_add_test_raise_signal(tc, double_free_past_a_slabs_first_unit_is_reported, SIGABRT);
     tcase_add_test(tc, rare_class_borrows_from_twice_its_size);
     tcase_add_test(tc, holes_are_used_before_a_new_page_is_carved);
+    tcase_add_test(tc, used_up_slabs_stay_listed_until_passed_behind_newer_ones);
     tcase_add_test(tc, full_foreign_stack_keeps_its_blocks_and_exit_returns_them);
     tcase_add_test(tc, abandoned_slab_is_adopted_by_a_freeing_thread);
     tcase_add_test(tc, abandoned_slab_of_another_arena_is_kept_like_a_remote_block);
