@@ -1418,6 +1418,11 @@ static bool heap_parked_due(const xa_heap *h, uint64_t now)
             return true;
     if (!__atomic_load_n(&h->spare_count, __ATOMIC_RELAXED))
         return false;
+    /* The oldest park bounds them all (see spare_flush): no look at the
+     * 64 classes of each heap on each of the purger's rounds until then. */
+    if ((uint32_t)(now / 1000000u) - __atomic_load_n(&h->spare_oldest_ms, __ATOMIC_RELAXED) <
+        (uint32_t)(decay_ns / 1000000u))
+        return false;
     for (unsigned c = 0; c < XA_NCLASSES; c++)
         if (atomic_load_explicit(&h->spare[c], memory_order_relaxed) &&
             now - __atomic_load_n(&h->spare_ns[c], __ATOMIC_RELAXED) >= decay_ns)
