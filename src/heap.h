@@ -48,7 +48,8 @@ typedef struct xa_heap {
     uint64_t nmalloc[XA_NCLASSES]; /* statistics, written by the owner only */
     uint64_t nfree[XA_NCLASSES];
     /* ---- slow paths ---- */
-    xa_slab *avail[XA_NCLASSES];   /* slabs that may have free blocks; head = cur */
+    xa_slab *avail[XA_NCLASSES];   /* slabs that may have free blocks, and the two
+                                    * used up last (EXHAUSTED_KEPT); head = cur */
     xa_slab *full;                 /* slabs with no free block (notify armed) */
     _Atomic uintptr_t delayed;     /* blocks freed remotely into full slabs */
     xa_arena *arena;
