@@ -147,8 +147,8 @@ START_TEST(rare_class_borrows_from_twice_its_size)
 }
 END_TEST
 
-/* Where each slab of a class list stands: in the class list (count), or
- * on the full list (in_full). */
+/* Place of s in the class list of cls (1: the head), 0 when it is not in
+ * it (on the full list, or elsewhere). */
 static unsigned listed(const xa_heap *h, unsigned cls, const xa_slab *s)
 {
     unsigned n = 0, at = 0;
@@ -179,10 +179,9 @@ START_TEST(used_up_slabs_stay_listed_until_passed_behind_newer_ones)
     enum { MAX = 1024 };
     ck_assert_uint_lt(6 * per + 1, MAX);
     static void *p[MAX];
-    xa_heap *h = xa_tls_heap;
     for (unsigned i = 0; i < 3 * per + 1; i++)
         ck_assert_ptr_nonnull(p[i] = xa_test_malloc(4096));
-    h = xa_tls_heap;
+    xa_heap *h = xa_tls_heap; /* (set up by the first malloc) */
     xa_slab *a = slab_of(p[0]), *b = slab_of(p[per]), *c = slab_of(p[2 * per]),
             *d = slab_of(p[3 * per]);
     ck_assert(a != b && b != c && c != d);
