@@ -700,6 +700,16 @@ static xa_slab *spare_take(xa_heap *h, unsigned cls)
     return s;
 }
 
+/* False while no spare of h can be due yet: its oldest park (a bound,
+ * never younger than the real one) is less than decay_ms ago. Spares are
+ * then not looked at in the 64 classes (two arrays of 512 bytes). A clock
+ * read below the oldest park wraps to a large age: true. */
+static bool spares_may_be_due(const xa_heap *h, uint64_t now, uint32_t decay_ms)
+{
+    return (uint32_t)(now / 1000000u) - __atomic_load_n(&h->spare_oldest_ms, __ATOMIC_RELAXED) >=
+           decay_ms;
+}
+
 /* Returns spares parked for decay_ms (all with force) to their arenas.
  * The owner, or another thread that has the heap to itself (see
  * flush_parked_of_others). Returns true when spares remain. */
@@ -708,12 +718,9 @@ static bool spare_flush(xa_heap *h, uint64_t now, bool force)
     if (!__atomic_load_n(&h->spare_count, __ATOMIC_RELAXED))
         return false;
     uint32_t decay_ms = (uint32_t)__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED);
-    /* None parked for decay_ms yet: no look at the 64 classes (two arrays
-     * of 512 bytes), which upkeep would make every 16 slow paths of a
-     * thread that parks and takes spares in rounds. (A clock read below
-     * the oldest park wraps to a large age: the look is made.) */
-    if (!force && (uint32_t)(now / 1000000u) -
-                          __atomic_load_n(&h->spare_oldest_ms, __ATOMIC_RELAXED) < decay_ms)
+    /* (upkeep would otherwise look every 16 slow paths of a thread that
+     * parks and takes spares in rounds) */
+    if (!force && !spares_may_be_due(h, now, decay_ms))
         return true;
     bool left = false;
     uint64_t decay_ns = (uint64_t)decay_ms * 1000000u, oldest = UINT64_MAX;
@@ -1411,17 +1418,16 @@ static bool flush_parked_of_others(uint64_t now, bool force);
  * racy look (the owner may take it meanwhile), the flush decides. */
 static bool heap_parked_due(const xa_heap *h, uint64_t now)
 {
-    uint64_t decay_ns = (uint64_t)__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED) * 1000000u;
+    uint32_t decay_ms = (uint32_t)__atomic_load_n(&xa_opt.decay_ms, __ATOMIC_RELAXED);
+    uint64_t decay_ns = (uint64_t)decay_ms * 1000000u;
     for (unsigned i = 0; i < XA_LARGE_CACHE_SLOTS; i++)
         if (atomic_load_explicit(&h->large_cache[i], memory_order_relaxed) &&
             now - __atomic_load_n(&h->large_cache_ns[i], __ATOMIC_RELAXED) >= decay_ns)
             return true;
     if (!__atomic_load_n(&h->spare_count, __ATOMIC_RELAXED))
         return false;
-    /* The oldest park bounds them all (see spare_flush): no look at the
-     * 64 classes of each heap on each of the purger's rounds until then. */
-    if ((uint32_t)(now / 1000000u) - __atomic_load_n(&h->spare_oldest_ms, __ATOMIC_RELAXED) <
-        (uint32_t)(decay_ns / 1000000u))
+    /* (the purger's round would otherwise look at each heap's classes) */
+    if (!spares_may_be_due(h, now, decay_ms))
         return false;
     for (unsigned c = 0; c < XA_NCLASSES; c++)
         if (atomic_load_explicit(&h->spare[c], memory_order_relaxed) &&
