@@ -503,8 +503,14 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
     }
     drain_delayed(h);
     outbox_flush(h);
-    if ((++h->slow_count & 15) == 0)
+    if ((++h->slow_count & 15) == 0) {
+        /* Remote frees waiting in the ring take effect here too, so a
+         * double free among them is reported within 16 slow paths even
+         * when no other remote free comes (every slow path: a ninth of
+         * larson's instructions). */
+        xa_heap_settle_all(h);
         xa_heap_upkeep(h);
+    }
     if (cls < XA_FOREIGN_CLASSES && xa_heap_foreign_ready(h, cls)) {
         /* Blocks freed here by this thread but owned by others go first:
          * reusing them at once is what keeps memory from piling up in
@@ -947,9 +953,35 @@ static void foreign_flush_class(xa_heap *h, unsigned cls)
     stack_flush(h, cls, xa_heap_serving(h, cls), true);
 }
 
-/* Gives the blocks kept in the foreign stacks back to their slabs. */
+/* Lets the remote frees still in h's unsettled ring take effect. */
+void xa_heap_settle_all(xa_heap *h)
+{
+    if (!h->foreign_ready)
+        return; /* no remote free kept yet: the ring's page stays untouched */
+    struct xa_heap_remote *r = xa_heap_remote(h);
+    for (unsigned i = 0; i < XA_HEAP_UNSETTLED; i++) {
+        xa_block *u = r->unsettled[i];
+        if (u) {
+            r->unsettled[i] = NULL;
+            xa_heap_settle(h, u);
+        }
+    }
+}
+
+/* At exit, the exiting thread's remote frees still in its ring take
+ * effect: a double free among them is reported, not lost. */
+__attribute__((destructor)) static void heap_fini(void)
+{
+    xa_heap *h = xa_tls_heap;
+    if (h != &xa_heap_empty)
+        xa_heap_settle_all(h);
+}
+
+/* Gives the blocks kept in the foreign stacks back to their slabs, the
+ * unsettled ones first. */
 static void foreign_flush(xa_heap *h)
 {
+    xa_heap_settle_all(h);
     for (unsigned c = 0; c < XA_FOREIGN_CLASSES; c++)
         foreign_flush_class(h, c);
 }
@@ -1087,6 +1119,30 @@ static XA_NOINLINE bool adopt_on_free(xa_heap *h, xa_slab *s)
     avail_push_back(h, s);
     xa_heap_owner_leave(h, busy);
     return true;
+}
+
+void xa_heap_settle_slow(xa_heap *h, xa_block *u)
+{
+    /* Checked as free() would check it now: the block may have been freed
+     * again meanwhile, by its owner or this thread (a double free), and
+     * its slab, even its chunk, given back since. */
+    unsigned region = xa_region_of(u);
+    xa_chunk *c = region == XA_REGION_RUNS || region == XA_REGION_RUNS_SLOW ? xa_chunk_of(u) : NULL;
+    xa_slab *s = c ? xa_run_of(c, u) : NULL;
+    if (!s || s->kind != XA_RUN_SMALL || !xa_slab_is_block(s, u))
+        xa_fatal("free(): invalid pointer %p (freed already: its slab was given back since)",
+                 (void *)u);
+    if (xa_block_marked_free(u))
+        xa_fatal("free(): double free of %p (%u-byte block, freed already by this or another "
+                 "thread)",
+                 (void *)u, s->block_size);
+    if (s->heap == h) { /* adopted meanwhile: an owner's free */
+        if (xa_slab_link_suspect(s, u))
+            xa_heap_double_free_check(s, u);
+        xa_heap_free_owned(h, s, u);
+        return;
+    }
+    xa_heap_free_remote(h, s, u);
 }
 
 void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)

@@ -178,7 +178,13 @@ struct xa_heap_outbox {
     xa_block *head, *tail;   /* linked through next, head to tail */
     uint32_t n;
 };
+/* Remote frees waiting to take effect (see xa_heap_free_remote_fast):
+ * enough that the line of the block settled now has come over since its
+ * free prefetched it, in a burst of frees of blocks other cores wrote. */
+#define XA_HEAP_UNSETTLED 16
 struct xa_heap_remote {
+    xa_block *unsettled[XA_HEAP_UNSETTLED]; /* NULL: empty slot */
+    uint32_t unsettled_next;                /* the slot the next free takes */
     uint32_t arena_plus1[XA_HEAP_REMOTE_SLOTS];
     uint64_t bytes[XA_HEAP_REMOTE_SLOTS]; /* owner-written, read by statistics */
     struct xa_heap_outbox outbox[XA_HEAP_OUTBOX_SLOTS];
@@ -512,35 +518,91 @@ XA_FAST_PATH bool xa_heap_keeps_abandoned(const xa_heap *h, const xa_chunk *c, c
     return s->in_full == XA_SLAB_ABANDONED && c->arena != h->arena;
 }
 
+/* Brings b's line in for writing without waiting for it: the prefetch
+ * retires at once, where a load of a line another core wrote holds up
+ * every later instruction until it arrives. */
+XA_FAST_PATH void xa_prefetch_write(const void *b)
+{
+#if defined(__x86_64__)
+    __asm__("prefetchw %0" : : "m"(*(const char *)b));
+#else
+    __builtin_prefetch(b, 1, 3);
+#endif
+}
+
+/* Lets the remote frees still in h's unsettled ring take effect (h the
+ * caller's heap): its malloc slow paths, release, collection and the
+ * process's exit do. */
+void xa_heap_settle_all(xa_heap *h);
+
+/* Settles u, a block this thread freed a few remote frees ago: checked
+ * as a free of it would be checked now, then marked and kept in the
+ * foreign stack of its class (past a full stack, in the outbox). The fast
+ * case in one pass; anything else (a double free, a block no longer of a
+ * live slab, an owner or arena that changed meanwhile) goes to
+ * xa_heap_settle_slow, which reports it or frees it the slow way. */
+void xa_heap_settle_slow(xa_heap *h, xa_block *u);
+XA_FAST_PATH void xa_heap_settle(xa_heap *h, xa_block *u)
+{
+    /* A chunk of slabs still: a slab emptied meanwhile (by a double free
+     * of its owner's) may have taken its chunk back to the OS. */
+    if (xa_likely(xa_region_of(u) == XA_REGION_RUNS)) {
+        xa_chunk *c = xa_chunk_of(u);
+        xa_slab *s = xa_run_of(c, u);
+        unsigned cls = s->cls;
+        if (xa_likely(s->kind == XA_RUN_SMALL && xa_slab_is_block(s, u) &&
+                      !xa_block_marked_free(u) && s->heap != h &&
+                      s->small.keep_key == h->keep_key && cls < XA_FOREIGN_CLASSES &&
+                      xa_heap_foreign_ready(h, cls) &&
+                      (!(s->in_full & (XA_SLAB_TRIM | XA_SLAB_ABANDONED)) ||
+                       xa_heap_keeps_abandoned(h, c, s)))) {
+            xa_slab *f = xa_heap_foreign(h, cls);
+            uint32_t n = f->reserved;
+            u->mark = xa_free_mark_of(u);
+            if (xa_likely(n < f->capacity))
+                xa_heap_foreign_push(f, u, n);
+            else
+                xa_heap_outbox_add(h, s, u); /* full: for its owner */
+            return;
+        }
+    }
+    xa_heap_settle_slow(h, u);
+}
+
 /* A small block of another thread's slab (s->kind SMALL, s->heap not h, p
  * a carved block of s), freed the way it nearly always is: kept in this
  * thread's foreign stack for its next malloc of the class (past a full
  * stack, in the outbox: a thread that frees what others allocate). A
- * leaf: no frame, one test per condition; everything else (a double free,
- * another arena, a big block to purge, no heap, a slab whose owner
- * exited) goes to xa_heap_free_remote. unmarked: the caller has seen that
- * b does not carry the free mark (the fast path tests it before it knows
- * whose block it is). */
-XA_FAST_PATH void xa_heap_free_remote_fast(xa_heap *h, xa_chunk *c, xa_slab *s, xa_block *b,
-                                           bool unmarked)
+ * leaf: no frame, one test per condition; everything else (another
+ * arena, a big block to purge, no heap, a slab whose owner exited) goes
+ * to xa_heap_free_remote.
+ *
+ * Such a free takes effect XA_HEAP_UNSETTLED such frees later: b waits
+ * in a slot of the heap's unsettled ring, untouched but for a prefetch,
+ * and the block that waited there is settled instead (checked, marked,
+ * kept), its line in cache by then. The check for a double free reads the
+ * block's mark; the block is, in a producer/consumer service, one the
+ * other thread has just written, and that read held up the freeing thread
+ * until the line came over (a third of ovsdb producer/consumer's time).
+ * The heap's release and collection settle the whole ring. A double free
+ * is so reported that much later, and a free of a block its owner freed
+ * and reused meanwhile acts as if it had come that late. */
+XA_FAST_PATH void xa_heap_free_remote_fast(xa_heap *h, xa_chunk *c, xa_slab *s, xa_block *b)
 {
     unsigned cls = s->cls;
     /* The node test first: it fails at once for a thread with no heap
      * (keep_key 0), a consumer that only frees. */
     if (xa_likely(s->small.keep_key == h->keep_key && cls < XA_FOREIGN_CLASSES &&
                   (!(s->in_full & (XA_SLAB_TRIM | XA_SLAB_ABANDONED)) ||
-                   xa_heap_keeps_abandoned(h, c, s)) &&
-                  (unmarked || !xa_block_marked_free(b)))) {
-        xa_slab *f = xa_heap_foreign(h, cls);
-        uint32_t n = f->reserved; /* nothing pops from it */
-        if (xa_likely(n < f->capacity)) {
-            b->mark = xa_free_mark_of(b);
-            xa_heap_foreign_push(f, b, n);
-            return;
-        }
-        if (f->capacity) { /* full (capacity 0: not set up yet) */
-            b->mark = xa_free_mark_of(b);
-            xa_heap_outbox_add(h, s, b);
+                   xa_heap_keeps_abandoned(h, c, s)))) {
+        if (xa_likely(xa_heap_foreign(h, cls)->capacity != 0)) { /* (0: not set up yet) */
+            struct xa_heap_remote *r = xa_heap_remote(h);
+            unsigned i = r->unsettled_next++ % XA_HEAP_UNSETTLED;
+            xa_block *u = r->unsettled[i];
+            r->unsettled[i] = b;
+            xa_prefetch_write(b);
+            if (xa_likely(u != NULL))
+                xa_heap_settle(h, u);
             return;
         }
     }

@@ -316,6 +316,22 @@ static void check_heap(struct ctx *x, xa_heap *h)
                     f->reserved - f->used);
         }
     }
+    /* The unsettled ring: remote frees yet to take effect, each of a
+     * carved block of a small slab of a class with stacks (another
+     * heap's, or one this heap adopted since). */
+    if (h->foreign_ready) {
+        const struct xa_heap_remote *r = xa_heap_remote(h);
+        for (unsigned i = 0; i < XA_HEAP_UNSETTLED; i++) {
+            xa_block *u = r->unsettled[i];
+            if (!u)
+                continue;
+            xa_chunk *c = xa_chunkmap_lookup(u);
+            const xa_slab *s = c ? xa_run_of(c, u) : NULL;
+            if (!s || s->kind != XA_RUN_SMALL || s->cls >= XA_FOREIGN_CLASSES ||
+                !xa_slab_is_block(s, u))
+                bad(x, "heap: unsettled slot %u holds %p, not a small block", i, (void *)u);
+        }
+    }
     /* The outbox: chains of blocks of their slot's slab, as long as
      * their counts say, all counted in outbox_held. */
     uint32_t held = 0;

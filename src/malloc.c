@@ -321,26 +321,28 @@ static XA_NOINLINE void free_slow(xa_chunk *c, void *p)
 
 /* From the fast path (p in chunk c's 2 MiB, s its run, not junk mode):
  * another thread's small block goes straight to the remote free, which
- * checks the mark; everything else to free_generic. */
+ * checks the mark (when the free takes effect); everything else to
+ * free_generic. */
 static XA_NOINLINE void free_not_owned(xa_chunk *c, xa_slab *s, void *p)
 {
     xa_heap *h = xa_tls_heap;
     if (xa_likely(s->kind == XA_RUN_SMALL && s->heap != h && xa_slab_is_block(s, p))) {
-        xa_heap_free_remote_fast(h, c, s, p, false);
+        xa_heap_free_remote_fast(h, c, s, p);
         return;
     }
     free_generic(c, p);
 }
 
 /* The fast path's remote free: s is not h's (h the caller's heap), and p
- * is at a block boundary of s and not marked free, which the fast path
- * has just tested. Only the kind is left: the chunk header's descriptor
- * (unit 0) holds other fields where a slab has its interior-pointer test,
- * so that test alone does not tell a slab. */
+ * is at a block boundary of s, which the fast path has just tested. The
+ * kind is left: the chunk header's descriptor (unit 0) holds other fields
+ * where a slab has its interior-pointer test, so that test alone does not
+ * tell a slab. The mark is the remote free's to check, when it takes
+ * effect (see xa_heap_free_remote_fast). */
 static XA_NOINLINE void free_remote(xa_chunk *c, xa_slab *s, void *p, xa_heap *h)
 {
     if (xa_likely(s->kind == XA_RUN_SMALL)) {
-        xa_heap_free_remote_fast(h, c, s, p, true);
+        xa_heap_free_remote_fast(h, c, s, p);
         return;
     }
     free_generic(c, p);
@@ -435,18 +437,24 @@ XA_FAST_PATH void free_inline(void *p)
          * address into each field's displacement and computes it again
          * (five instructions) for the tests after the push. */
         __asm__("" : "+r"(s));
-        /* A block boundary that does not carry the free mark: pushed onto
-         * its slab's list by the owner, or handed to the remote free.
+        /* A block boundary: pushed onto its slab's list by the owner if it
+         * does not carry the free mark, or handed to the remote free.
          * Anything else (an interior or foreign pointer, a suspected double
          * free, a large run, whose descriptor has no interior-pointer
-         * test) is sorted out, and reported, by free_generic. Both tests
-         * come before the owner's, so a remote free need not repeat them. */
-        if (xa_unlikely(!xa_slab_is_block(s, p) || xa_block_marked_free(p))) {
+         * test) is sorted out, and reported, by free_generic. The mark is
+         * read here for the owner only: the remote free reads it later,
+         * from a line it has brought in by then (a block another thread
+         * has just written would hold up this one until it came over). */
+        if (xa_unlikely(!xa_slab_is_block(s, p))) {
             free_check(c, p);
             return;
         }
         xa_heap *h = xa_tls_heap;
         if (xa_likely(s->heap == h)) {
+            if (xa_unlikely(xa_block_marked_free(p))) {
+                free_check(c, p);
+                return;
+            }
             xa_heap_free_owned(h, s, p);
             return;
         }

@@ -35,6 +35,33 @@ static void assert_clean(void)
 
 static xa_slab *slab_of(void *p) { return xa_run_of(xa_chunk_of(p), p); }
 
+/* Remote frees in h's unsettled ring, yet to take effect. */
+static unsigned unsettled(xa_heap *h)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < XA_HEAP_UNSETTLED; i++)
+        n += xa_heap_remote(h)->unsettled[i] != NULL;
+    return n;
+}
+
+/* True when p waits in h's unsettled ring. */
+static bool is_unsettled(xa_heap *h, const void *p)
+{
+    for (unsigned i = 0; i < XA_HEAP_UNSETTLED; i++)
+        if (xa_heap_remote(h)->unsettled[i] == p)
+            return true;
+    return false;
+}
+
+/* True when p is in stack (or slab) f's free list. */
+static bool on_list(const xa_slab *f, const void *p)
+{
+    for (uintptr_t q = f->free; q; q = ((const xa_block *)q)->next ^ xa_heap_secret)
+        if (q == (uintptr_t)p)
+            return true;
+    return false;
+}
+
 static xa_slab *spare_of(xa_heap *h, unsigned cls)
 {
     return atomic_load_explicit(&h->spare[cls], memory_order_relaxed);
@@ -471,7 +498,8 @@ static void *free_them_all(void *arg)
     /* It filled and stayed full (for this thread's next allocations);
      * the rest went to their owner's remote lists, a chain of up to
      * XA_HEAP_OUTBOX_CHAIN blocks at a time through the outbox, which
-     * still holds the last chains. */
+     * still holds the last chains, but for the last frees, which wait in
+     * the unsettled ring. */
     ck_assert_uint_eq(most, limit);
     ck_assert_uint_eq(f->reserved - f->used, limit);
     ck_assert_uint_le(h->outbox_held, XA_HEAP_OUTBOX_SLOTS * XA_HEAP_OUTBOX_CHAIN);
@@ -479,7 +507,8 @@ static void *free_them_all(void *arg)
     for (int i = 1; i < BLOCKS; i++)
         ck_assert_ptr_eq(slab_of(blocks[i]), owner_slab); /* 1,024 blocks a slab */
     uintptr_t tf = atomic_load_explicit(&owner_slab->thread_free, memory_order_relaxed);
-    ck_assert_uint_eq(xa_tf_count(tf) + h->outbox_held, BLOCKS - limit);
+    ck_assert_uint_eq(unsettled(h), XA_HEAP_UNSETTLED);
+    ck_assert_uint_eq(xa_tf_count(tf) + h->outbox_held + unsettled(h), BLOCKS - limit);
     ck_assert_uint_ge(xa_tf_count(tf), XA_HEAP_OUTBOX_CHAIN);
     assert_clean();
     xa_test_free(own);
@@ -572,13 +601,25 @@ START_TEST(abandoned_slab_of_another_arena_is_kept_like_a_remote_block)
     xa_slab *f = xa_heap_foreign(h, s->cls);
     for (int i = 0; i < 8; i++) {
         xa_test_free(keep[i]);
-        /* Pushed onto the stack (the first free of the class sets it up
-         * in the slow path; the others take the fast path). */
-        ck_assert_ptr_eq((void *)f->free, keep[i]);
-        ck_assert_uint_eq(f->reserved, (unsigned)i + 1);
+        /* The first free of the class sets the stack up in the slow path
+         * and pushes the block; the others take the fast path and wait in
+         * the unsettled ring. */
+        if (i == 0) {
+            ck_assert_ptr_eq((void *)f->free, keep[i]);
+        } else {
+            ck_assert(is_unsettled(h, keep[i]));
+            ck_assert_uint_eq(f->reserved, 1);
+        }
         ck_assert_ptr_null(s->heap);
         ck_assert(s->in_full & XA_SLAB_ABANDONED);
     }
+    assert_clean();
+    /* Settled, they join the stack. */
+    xa_heap_settle_all(h);
+    ck_assert_uint_eq(unsettled(h), 0);
+    ck_assert_uint_eq(f->reserved, 8);
+    for (int i = 0; i < 8; i++)
+        ck_assert(on_list(f, keep[i]));
     /* Still in use in its slab until this thread's stack hands them on. */
     ck_assert_uint_eq(xa_slab_used(s), 8);
     assert_clean();
@@ -1158,6 +1199,123 @@ START_TEST(double_free_past_recarved_pages_is_reported)
 }
 END_TEST
 
+/* Remote frees of another thread's blocks, from a second thread. */
+enum { RING_BLOCKS = 3 * XA_HEAP_UNSETTLED };
+static void *ring_blocks[RING_BLOCKS];
+static int ring_twice = -1; /* index of a block freed twice, or -1 */
+
+static void *free_ring_blocks(void *arg)
+{
+    (void)arg;
+    void *own = xa_test_malloc(BLOCK_SIZE); /* this thread gets a heap */
+    xa_heap *h = xa_tls_heap;
+    xa_slab *f = xa_heap_foreign(h, xa_size_class(BLOCK_SIZE));
+    /* The class's first remote free sets its stack up, the slow way. */
+    xa_test_free(ring_blocks[0]);
+    ck_assert_uint_eq(f->reserved, 1);
+    ck_assert(xa_block_marked_free(ring_blocks[0]));
+    /* The next ones wait in the ring, untouched (not marked, not pushed),
+     * until as many more remote frees have come. */
+    xa_test_free(ring_blocks[1]);
+    if (ring_twice == 1)
+        xa_test_free(ring_blocks[1]);
+    ck_assert(is_unsettled(h, ring_blocks[1]));
+    ck_assert(!xa_block_marked_free(ring_blocks[1]));
+    ck_assert(!on_list(f, ring_blocks[1]));
+    for (int i = 2; i <= XA_HEAP_UNSETTLED; i++)
+        xa_test_free(ring_blocks[i]);
+    ck_assert(is_unsettled(h, ring_blocks[1]));
+    assert_clean();
+    xa_test_free(ring_blocks[XA_HEAP_UNSETTLED + 1]);
+    /* The ring came round: the first of them took effect. */
+    ck_assert(!is_unsettled(h, ring_blocks[1]));
+    ck_assert(xa_block_marked_free(ring_blocks[1]));
+    ck_assert(on_list(f, ring_blocks[1]));
+    ck_assert_uint_eq(f->reserved, 2);
+    ck_assert_uint_eq(unsettled(h), XA_HEAP_UNSETTLED);
+    for (int i = XA_HEAP_UNSETTLED + 2; i < RING_BLOCKS; i++)
+        xa_test_free(ring_blocks[i]);
+    assert_clean();
+    /* Malloc slow paths let the rest take effect, within 16 of them (the
+     * first malloc of each class above the stacks' takes one): every block
+     * is kept, each once. */
+    void *big[16];
+    int slow = 0;
+    while (unsettled(h) && slow < 16) {
+        big[slow] = xa_test_malloc(xa_classes[XA_FOREIGN_CLASSES + slow].size);
+        ck_assert_ptr_nonnull(big[slow++]);
+    }
+    ck_assert_uint_eq(unsettled(h), 0);
+    ck_assert_uint_eq(f->reserved, RING_BLOCKS);
+    for (int i = 0; i < RING_BLOCKS; i++)
+        ck_assert(on_list(f, ring_blocks[i]));
+    assert_clean();
+    while (slow > 0)
+        xa_test_free(big[--slow]);
+    xa_test_free(own);
+    return NULL;
+}
+
+static void run_ring_thread(void)
+{
+    for (int i = 0; i < RING_BLOCKS; i++)
+        ck_assert_ptr_nonnull(ring_blocks[i] = xa_test_malloc(BLOCK_SIZE));
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, free_ring_blocks, NULL), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+}
+
+/* A remote free takes effect XA_HEAP_UNSETTLED remote frees later (its
+ * block's line is in cache by then), or at the thread's next malloc slow
+ * path; until then the block is left as it was. */
+START_TEST(remote_free_takes_effect_a_ring_later)
+{
+    run_ring_thread();
+    /* The thread's exit handed every block back: all can be had again. */
+    assert_clean();
+}
+END_TEST
+
+/* A remote double free is reported when the second free takes effect: the
+ * first one marked the block by then. */
+START_TEST(remote_double_free_is_reported_when_it_settles)
+{
+    ring_twice = 1;
+    run_ring_thread();
+}
+END_TEST
+
+/* The owner frees a block another thread has freed and that waits in
+ * that thread's ring: the owner cannot see it (no mark yet), but the
+ * other thread's free, when it takes effect, finds the owner's mark. */
+static void *free_one_and_wait(void *arg)
+{
+    pthread_barrier_t *bar = arg;
+    void *own = xa_test_malloc(BLOCK_SIZE);
+    xa_test_free(ring_blocks[0]); /* sets the stack up */
+    xa_test_free(ring_blocks[1]); /* waits in the ring */
+    ck_assert(is_unsettled(xa_tls_heap, ring_blocks[1]));
+    pthread_barrier_wait(bar);
+    pthread_barrier_wait(bar); /* the owner has freed it too */
+    xa_test_free(own);
+    return NULL; /* the exit settles the ring: reported there */
+}
+
+START_TEST(owner_free_of_an_unsettled_block_is_reported_by_the_remote_thread)
+{
+    for (int i = 0; i < 2; i++)
+        ck_assert_ptr_nonnull(ring_blocks[i] = xa_test_malloc(BLOCK_SIZE));
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, 2);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, free_one_and_wait, &bar), 0);
+    pthread_barrier_wait(&bar);
+    xa_test_free(ring_blocks[1]); /* the double free: not seen here */
+    pthread_barrier_wait(&bar);
+    pthread_join(t, NULL);
+}
+END_TEST
+
 static Suite *heap_suite(void)
 {
     Suite *s = suite_create("heap");
@@ -1172,6 +1330,10 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, holes_are_used_before_a_new_page_is_carved);
     tcase_add_test(tc, used_up_slabs_stay_listed_until_passed_behind_newer_ones);
     tcase_add_test(tc, full_foreign_stack_keeps_its_blocks_and_exit_returns_them);
+    tcase_add_test(tc, remote_free_takes_effect_a_ring_later);
+    tcase_add_test_raise_signal(tc, remote_double_free_is_reported_when_it_settles, SIGABRT);
+    tcase_add_test_raise_signal(tc, owner_free_of_an_unsettled_block_is_reported_by_the_remote_thread,
+                                SIGABRT);
     tcase_add_test(tc, abandoned_slab_is_adopted_by_a_freeing_thread);
     tcase_add_test(tc, abandoned_slab_of_another_arena_is_kept_like_a_remote_block);
     tcase_add_test_raise_signal(tc, double_free_of_a_kept_abandoned_block_is_reported, SIGABRT);
