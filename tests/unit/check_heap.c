@@ -1202,7 +1202,7 @@ END_TEST
 /* Remote frees of another thread's blocks, from a second thread. */
 enum { RING_BLOCKS = 3 * XA_HEAP_UNSETTLED };
 static void *ring_blocks[RING_BLOCKS];
-static int ring_twice = -1; /* index of a block freed twice, or -1 */
+static bool ring_second_free; /* ring_blocks[1] is freed twice in a row */
 
 static void *free_ring_blocks(void *arg)
 {
@@ -1217,7 +1217,7 @@ static void *free_ring_blocks(void *arg)
     /* The next ones wait in the ring, untouched (not marked, not pushed),
      * until as many more remote frees have come. */
     xa_test_free(ring_blocks[1]);
-    if (ring_twice == 1)
+    if (ring_second_free)
         xa_test_free(ring_blocks[1]);
     ck_assert(is_unsettled(h, ring_blocks[1]));
     ck_assert(!xa_block_marked_free(ring_blocks[1]));
@@ -1280,7 +1280,7 @@ END_TEST
  * first one marked the block by then. */
 START_TEST(remote_double_free_is_reported_when_it_settles)
 {
-    ring_twice = 1;
+    ring_second_free = true;
     run_ring_thread();
 }
 END_TEST
