@@ -1132,12 +1132,9 @@ void xa_heap_settle_slow(xa_heap *h, xa_block *u)
     if (!s || s->kind != XA_RUN_SMALL || !xa_slab_is_block(s, u))
         xa_fatal("free(): invalid pointer %p (freed already: its slab was given back since)",
                  (void *)u);
-    if (xa_block_marked_free(u))
-        xa_fatal("free(): double free of %p (%u-byte block, freed already by this or another "
-                 "thread)",
-                 (void *)u, s->block_size);
+    /* Then as free_generic does: both frees report a marked block. */
     if (s->heap == h) { /* adopted meanwhile: an owner's free */
-        if (xa_slab_link_suspect(s, u))
+        if (xa_block_marked_free(u) || xa_slab_link_suspect(s, u))
             xa_heap_double_free_check(s, u);
         xa_heap_free_owned(h, s, u);
         return;

@@ -518,6 +518,17 @@ XA_FAST_PATH bool xa_heap_keeps_abandoned(const xa_heap *h, const xa_chunk *c, c
     return s->in_full == XA_SLAB_ABANDONED && c->arena != h->arena;
 }
 
+/* True when h keeps a freed block of slab s (chunk c, another heap's or
+ * none's) in its foreign stack or outbox: a block of h's node (the test
+ * that fails at once for a thread with no heap, keep_key 0, a consumer
+ * that only frees), of a class with stacks, of a slab neither trimmed nor
+ * abandoned but in another arena. */
+XA_FAST_PATH bool xa_heap_keeps_remote(const xa_heap *h, const xa_chunk *c, const xa_slab *s)
+{
+    return s->small.keep_key == h->keep_key && s->cls < XA_FOREIGN_CLASSES &&
+           (!(s->in_full & (XA_SLAB_TRIM | XA_SLAB_ABANDONED)) || xa_heap_keeps_abandoned(h, c, s));
+}
+
 /* Brings b's line in for writing without waiting for it: the prefetch
  * retires at once, where a load of a line another core wrote holds up
  * every later instruction until it arrives. */
@@ -549,14 +560,10 @@ XA_FAST_PATH void xa_heap_settle(xa_heap *h, xa_block *u)
     if (xa_likely(xa_region_of(u) == XA_REGION_RUNS)) {
         xa_chunk *c = xa_chunk_of(u);
         xa_slab *s = xa_run_of(c, u);
-        unsigned cls = s->cls;
         if (xa_likely(s->kind == XA_RUN_SMALL && xa_slab_is_block(s, u) &&
-                      !xa_block_marked_free(u) && s->heap != h &&
-                      s->small.keep_key == h->keep_key && cls < XA_FOREIGN_CLASSES &&
-                      xa_heap_foreign_ready(h, cls) &&
-                      (!(s->in_full & (XA_SLAB_TRIM | XA_SLAB_ABANDONED)) ||
-                       xa_heap_keeps_abandoned(h, c, s)))) {
-            xa_slab *f = xa_heap_foreign(h, cls);
+                      !xa_block_marked_free(u) && s->heap != h && xa_heap_keeps_remote(h, c, s) &&
+                      xa_heap_foreign_ready(h, s->cls))) {
+            xa_slab *f = xa_heap_foreign(h, s->cls);
             uint32_t n = f->reserved;
             u->mark = xa_free_mark_of(u);
             if (xa_likely(n < f->capacity))
@@ -589,13 +596,8 @@ XA_FAST_PATH void xa_heap_settle(xa_heap *h, xa_block *u)
  * and reused meanwhile acts as if it had come that late. */
 XA_FAST_PATH void xa_heap_free_remote_fast(xa_heap *h, xa_chunk *c, xa_slab *s, xa_block *b)
 {
-    unsigned cls = s->cls;
-    /* The node test first: it fails at once for a thread with no heap
-     * (keep_key 0), a consumer that only frees. */
-    if (xa_likely(s->small.keep_key == h->keep_key && cls < XA_FOREIGN_CLASSES &&
-                  (!(s->in_full & (XA_SLAB_TRIM | XA_SLAB_ABANDONED)) ||
-                   xa_heap_keeps_abandoned(h, c, s)))) {
-        if (xa_likely(xa_heap_foreign(h, cls)->capacity != 0)) { /* (0: not set up yet) */
+    if (xa_likely(xa_heap_keeps_remote(h, c, s))) {
+        if (xa_likely(xa_heap_foreign(h, s->cls)->capacity != 0)) { /* (0: not set up yet) */
             struct xa_heap_remote *r = xa_heap_remote(h);
             unsigned i = r->unsettled_next++ % XA_HEAP_UNSETTLED;
             xa_block *u = r->unsettled[i];
