@@ -9,8 +9,9 @@ xalloc and each installed one of jemalloc, mimalloc and tcmalloc, with
 LD_PRELOAD. Allocators are
 interleaved inside each repetition (A,B,C,D,E, then again) so machine noise
 hits all of them alike; medians of the repetitions are reported. For each run
-it records wall time and peak RSS from the kernel's accounting of the finished
-process (wait4() ru_maxrss) plus the workload's own RESULT figures.
+it records wall time, peak RSS and minor page faults from the kernel's
+accounting of the finished process (wait4(): ru_maxrss, ru_minflt) plus the
+workload's own RESULT figures.
 
 Deterministic figures come from two extra passes: callgrind instruction counts
 per malloc/free pair (two pair counts, difference / difference in pairs), and
@@ -252,13 +253,13 @@ def build_cases(p: dict) -> list[Case]:
             cases.append(Case(f"malloc-test {human_size(size)} t{t}", "malloc-test",
                               "malloc_test", [f"threads={t}", f"size={size}",
                                               f"pairs={n(pr * s)}"],
-                              details=["ns_per_pair", "ops_per_sec"]))
+                              details=["ns_per_pair", "ops_per_sec", "minflt"]))
     # more threads than cores (5 on this 2-core machine), 2 MiB included:
     # blocks mapped fresh each time would show here
     for size, pr in {64: 2e6, 1024: 2e6, 9300: 1e6, 2097152: 1e5}.items():
         cases.append(Case(f"malloc-test {human_size(size)} t5", "malloc-test",
                           "malloc_test", ["threads=5", f"size={size}", f"pairs={n(pr * s)}"],
-                          details=["ns_per_pair", "ops_per_sec"]))
+                          details=["ns_per_pair", "ops_per_sec", "minflt"]))
     # batches: B blocks allocated, then freed, in rounds (a request's
     # buffers); more blocks than one slab or span holds
     for size, b in {1024: 100, 4096: 40, 10240: 24}.items():
@@ -301,14 +302,14 @@ def build_cases(p: dict) -> list[Case]:
     # thread's set-up and exit cost the allocator, next to its work
     cases.append(Case("thread churn 200", "threads", "churn",
                       [f"threads={max(10, int(200 * s))}", "live=2", "bytes=4m"],
-                      details=["threads_per_sec", "rss_final_kb"]))
+                      details=["threads_per_sec", "rss_final_kb", "minflt"]))
     # the same with big heaps: each thread builds 64 MiB through a window of
     # 4,096 blocks (about 30 MiB live) and frees it all before it exits;
     # what the next thread finds resident (or must fault in again)
     cases.append(Case("thread churn 40 x 64 MiB", "threads", "churn",
                       [f"threads={max(4, int(40 * min(s, 1.0)))}", "live=2", "bytes=64m",
                        "window=4096"],
-                      details=["threads_per_sec", "rss_final_kb"]))
+                      details=["threads_per_sec", "rss_final_kb", "minflt"]))
     cases.append(Case("producer/consumer 1+1", "threads", "prodcons",
                       ["pairs=1", f"items={n(3e6 * s)}"],
                       details=["ops_per_sec", "rss_final_kb"]))
@@ -324,13 +325,13 @@ def build_cases(p: dict) -> list[Case]:
                           metric="p99_ns", unit="us p99", scale_metric=1e-3,
                           env=thp_env(mode),
                           details=["p50_ns", "p99_ns", "p999_ns", "mean_ns",
-                                   "rss_work_kb", "anon_huge_kb"],
+                                   "rss_work_kb", "anon_huge_kb", "minflt"],
                           note=THP_NOTE))
     cases.append(Case(f"rss-return {p['rss_total']}", "rssret", "rssret",
                       [f"total={p['rss_total']}", "small=64", "other=256",
                        "free_pct=90", f"pause_ms={p['pause_ms']}"],
                       details=["rss_full_kb", "rss_afterfree_kb", "rss_realloc_kb",
-                               "rss_idle_kb", "rss_final_kb"]))
+                               "rss_idle_kb", "rss_final_kb", "minflt"]))
     # memory return: RSS right after a multi-threaded mass free and after an
     # idle sleep with no allocator call; a small many-threaded service's
     # footprint while its threads are parked (at the system's THP setting)
@@ -340,12 +341,13 @@ def build_cases(p: dict) -> list[Case]:
                        f"pause_ms={p['pause_ms']}"],
                       metric="rss_afterfree_kb", unit="kB RSS after free",
                       details=["secs", "live_kb", "rss_peak_kb", "rss_afterfree_kb",
-                               "rss_idle_kb"]))
+                               "rss_idle_kb", "minflt"]))
     cases.append(Case("bulk free then idle", "memphase", "memphase",
                       ["mode=idle", f"total={max(32, int(256 * s))}M",
                        f"pause_ms={p['pause_ms']}"],
                       metric="rss_idle_kb", unit="kB RSS after idle",
-                      details=["secs", "rss_peak_kb", "rss_afterfree_kb", "rss_idle_kb"]))
+                      details=["secs", "rss_peak_kb", "rss_afterfree_kb", "rss_idle_kb",
+                               "minflt"]))
     cases.append(Case("small service t32", "memphase", "memphase",
                       ["mode=service", "threads=32", "pause_ms=1000"],
                       metric="rss_parked_kb", unit="kB RSS parked",
@@ -356,14 +358,14 @@ def build_cases(p: dict) -> list[Case]:
     # real programs: time and peak RSS of the whole process; the output must
     # be the same under every allocator
     cases.append(Case(f"python3 {p['py_n']} records", "python3", "python3",
-                      ["pywork.py", str(p["py_n"])], details=["utime_s", "stime_s"],
+                      ["pywork.py", str(p["py_n"])], details=["utime_s", "stime_s", "minflt"],
                       note="python3: tools/bench/scripts/pywork.py with the interpreter's "
                            "default allocator (pymalloc: objects over 512 B and its arenas "
                            "come from malloc), PYTHONHASHSEED=0; output compared across "
                            "allocators."))
     cases.append(Case(f"sqlite3 {p['sql_rows']} rows", "sqlite3", "sqlite3",
                       ["sqlwork.sql", f"rows={p['sql_rows']}", f"batch={SQL_BATCH}"],
-                      details=["utime_s", "stime_s"],
+                      details=["utime_s", "stime_s", "minflt"],
                       note="sqlite3: the sqlite3 shell on an in-memory database running "
                            "tools/bench/scripts/sqlwork.sql (inserts in transactions of "
                            f"{SQL_BATCH:,} rows, two indexes, aggregate queries, update and "
@@ -662,8 +664,11 @@ class Runner:
             error = self.log_run_failure(case, a, rep,
                                          f"{envs} LD_PRELOAD={a.lib or ''} {' '.join(argv)}",
                                          error, stdout, stderr)
+        metrics = {} if error or not kv else numeric(kv)
+        if metrics and "minflt" in ru:
+            metrics["minflt"] = ru["minflt"]
         return Run(case.id, a.name, rep, not error, ru.get("wall_s", 0.0),
-                   int(ru.get("maxrss_kb", 0)), numeric(kv) if kv and not error else {}, error)
+                   int(ru.get("maxrss_kb", 0)), metrics, error)
 
     # -- python3, sqlite3: real programs measured as whole processes
 
@@ -707,7 +712,8 @@ class Runner:
                                          error, stdout, stderr, diff)
         metrics = {} if error else {"secs": ru.get("wall_s", 0.0),
                                     "utime_s": ru.get("utime_s", 0.0),
-                                    "stime_s": ru.get("stime_s", 0.0)}
+                                    "stime_s": ru.get("stime_s", 0.0),
+                                    "minflt": ru.get("minflt", 0.0)}
         shutil.rmtree(wdir, ignore_errors=True)
         return Run(case.id, a.name, rep, not error, ru.get("wall_s", 0.0),
                    int(ru.get("maxrss_kb", 0)), metrics, error)

@@ -3,8 +3,9 @@
  *   runchild REPORT_FILE PROGRAM [ARGS...]
  *
  * Forks and execs PROGRAM, waits for it with wait4() and writes
- *   maxrss_kb=N wall_s=S utime_s=U stime_s=T exit=E signal=G
- * to REPORT_FILE. It exists because ru_maxrss is the high-water mark of
+ *   maxrss_kb=N wall_s=S utime_s=U stime_s=T minflt=F exit=E signal=G
+ * to REPORT_FILE (minflt: minor page faults, pages faulted in, again too
+ * after a purge). It exists because ru_maxrss is the high-water mark of
  * every address space the process has had: a child forked or vforked from
  * the Python runner starts out with the interpreter's ~20 MiB recorded,
  * while a child of this small program does not. If XBENCH_PRELOAD is set,
@@ -63,9 +64,9 @@ int main(int argc, char **argv)
         return 2;
     }
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    fprintf(f, "maxrss_kb=%ld wall_s=%.6f utime_s=%.6f stime_s=%.6f exit=%d signal=%d\n",
+    fprintf(f, "maxrss_kb=%ld wall_s=%.6f utime_s=%.6f stime_s=%.6f minflt=%ld exit=%d signal=%d\n",
             ru.ru_maxrss, wall, (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6,
-            (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6,
+            (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6, ru.ru_minflt,
             WIFEXITED(status) ? WEXITSTATUS(status) : -1,
             WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     fclose(f);
