@@ -368,8 +368,7 @@ XA_FAST_PATH void *xa_heap_malloc_class(xa_heap *h, size_t cls)
     if (xa_unlikely(!b))
         return xa_heap_malloc_slow(h, (unsigned)cls); /* clears busy */
     s->free = b->next ^ xa_heap_secret;
-    b->next = 0; /* a live block never decodes to a free-list link */
-    b->mark = 0; /* nor carries the free mark */
+    xa_block_clear(b);
     s->used++;
     h->nmalloc[cls]++;
     __atomic_store_n(&h->busy, 0, __ATOMIC_RELEASE);
