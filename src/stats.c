@@ -64,8 +64,14 @@ enum stats_mode {
 #define STATS_IDENT_SIZE offsetof(struct xalloc_stats_file_header, seq)
 
 /* The descriptor is moved up here, out of the way of programs that expect
- * small numbers (dup2 onto 3, closing 3..N before exec of a helper). */
-#define STATS_MIN_FD 100
+ * small numbers (dup2 onto 3, closing 3..N before exec of a helper), but
+ * inside the 64 descriptors every process's table starts with: a move
+ * past them grows the table, and growing the table of a process with
+ * threads waits out an RCU grace period (20 ms measured) inside the
+ * malloc that made the file, the first slow path of the process. With
+ * 100 it did so in every program whose first allocation came from a
+ * thread and whose parent closed its descriptors (a Python launcher). */
+#define STATS_MIN_FD 48
 
 /* Least time between two requests served: a client that rewrites the
  * request area in a loop gets at most this rate of work out of us. */
