@@ -214,6 +214,16 @@ void bench_sink(void *p)
     bench_sink_slot = p;
 }
 
+void *bench_calloc_lines(size_t n, size_t size)
+{
+    void *p = aligned_alloc(64, n * size);
+    if (!p) {
+        fprintf(stderr, "bench: out of memory for %zu x %zu bytes\n", n, size);
+        exit(1);
+    }
+    return memset(p, 0, n * size);
+}
+
 void bench_marker(const char *name)
 {
     char buf[96];

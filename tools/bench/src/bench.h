@@ -63,6 +63,16 @@ size_t bench_rand_logsize(uint64_t *s, size_t lo, size_t hi);
 
 /* Keeps the compiler from deleting a malloc/free pair whose block is unused. */
 void bench_sink(void *p);
+
+/* State that one thread writes as it runs (its rng, its counters) sits on
+ * cache lines of its own: two threads' state on one line would bounce it
+ * between cores on every step, and where the allocator under test happens
+ * to put a small calloc'd array (48 bytes: one line, or two) would then
+ * decide the result (larson varied 3x on that alone). */
+#define BENCH_OWN_LINE __attribute__((aligned(64)))
+/* n zeroed elements of size bytes (a multiple of 64: a BENCH_OWN_LINE
+ * type), 64-aligned; exits with a message when out of memory. */
+void *bench_calloc_lines(size_t n, size_t size);
 /* Marks a phase boundary in an strace log: a write(2) to fd -1 that fails
  * with EBADF, costs one system call and shows up as
  *   write(-1, "XBENCH:NAME", ...) = -1 EBADF

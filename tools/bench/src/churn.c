@@ -19,7 +19,7 @@ static size_t max_sz;
 struct worker {
     uint64_t rng;
     uint64_t checksum;
-};
+} BENCH_OWN_LINE;
 
 static void *worker_main(void *arg)
 {
@@ -68,9 +68,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "churn: bad arguments\n");
         return 2;
     }
-    struct worker *w = calloc(threads, sizeof *w);
-    if (!w)
-        return 1;
+    struct worker *w = bench_calloc_lines(threads, sizeof *w);
     pthread_t tid[64];
     double t0 = bench_now();
     for (unsigned started = 0; started < threads; started += live) {

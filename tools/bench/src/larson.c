@@ -15,7 +15,7 @@ struct lane {
     char **slot;
     uint64_t rng;
     uint64_t rounds_left;
-};
+} BENCH_OWN_LINE;
 
 static uint64_t n_slots, ops_per_round;
 static size_t min_sz, max_sz;
@@ -83,9 +83,7 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    struct lane *lanes = calloc(threads, sizeof *lanes);
-    if (!lanes)
-        return 1;
+    struct lane *lanes = bench_calloc_lines(threads, sizeof *lanes);
     /* The main thread fills every lane, so the first round frees foreign blocks. */
     for (unsigned t = 0; t < threads; t++) {
         lanes[t].rng = seed * 1000003u + t;

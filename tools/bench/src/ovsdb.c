@@ -191,7 +191,7 @@ struct queue {
     pthread_mutex_t m;
     pthread_cond_t c;
     struct msg *head, *tail;
-};
+} BENCH_OWN_LINE;
 
 static struct queue server_q;
 static struct queue *reply_q;
@@ -327,7 +327,7 @@ int main(int argc, char **argv)
     void *(*fn)(void *) = is_update ? update_worker : is_insert ? insert_worker : client;
     if (is_pc) {
         q_init(&server_q);
-        reply_q = xmalloc(n_workers * sizeof *reply_q);
+        reply_q = bench_calloc_lines(n_workers, sizeof *reply_q);
         for (unsigned w = 0; w < n_workers; w++)
             q_init(&reply_q[w]);
     }

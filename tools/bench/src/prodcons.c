@@ -21,9 +21,12 @@ struct pair {
     pthread_cond_t not_empty, not_full;
     struct batch *head, *tail;
     uint64_t queued;
-    uint64_t rng;
-    uint64_t checksum;
-};
+    /* The producer's rng and the consumer's checksum, each written on
+     * every item by one side only: lines of their own, apart from the
+     * queue both sides lock. */
+    uint64_t rng BENCH_OWN_LINE;
+    uint64_t checksum BENCH_OWN_LINE;
+} BENCH_OWN_LINE;
 
 static uint64_t items, batch_size, max_queued;
 static size_t min_sz, max_sz;
@@ -111,10 +114,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "prodcons: bad arguments\n");
         return 2;
     }
-    struct pair *q = calloc(pairs, sizeof *q);
+    struct pair *q = bench_calloc_lines(pairs, sizeof *q);
     pthread_t tid[256];
-    if (!q)
-        return 1;
     pthread_barrier_init(&start_line, NULL, 2 * pairs + 1);
     for (unsigned i = 0; i < pairs; i++) {
         pthread_mutex_init(&q[i].m, NULL);
