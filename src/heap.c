@@ -1466,6 +1466,7 @@ static bool large_cache_flush(xa_heap *h, uint64_t now, bool force)
 }
 
 static bool flush_parked_of_others(uint64_t now, bool force);
+static void reclaim_barrier_register(void);
 
 /* True when some block or spare of h has been parked for decay_ms: a
  * racy look (the owner may take it meanwhile), the flush decides. */
@@ -1492,6 +1493,7 @@ static bool heap_parked_due(const xa_heap *h, uint64_t now)
 bool xa_heaps_decay_caches(uint64_t now)
 {
     __atomic_store_n(&coarse_now_ns, now, __ATOMIC_RELAXED);
+    reclaim_barrier_register();
     xa_lock_acquire(&heaps_lock);
     bool left = flush_parked_of_others(now, false);
     xa_lock_release(&heaps_lock);
@@ -1537,18 +1539,33 @@ struct reclaim_candidate {
 };
 
 static uint64_t reclaim_next_ns, reclaim_wait_ns;
-static pid_t reclaim_pid;
-static bool reclaim_barrier_ok;
+static pid_t reclaim_pid;       /* atomic: the process registered for */
+static bool reclaim_barrier_ok; /* atomic: that registration worked */
 
-/* The barrier needs a registration per process (again in a fork child). */
+/* The barrier needs a registration per process (again in a fork child),
+ * made here, never under heaps_lock: in a process that already has
+ * threads, registering waits for an RCU grace period (20 ms measured),
+ * and every thread that started or exited meanwhile waited for the lock
+ * as long (a thread-per-request program's first requests). Callers that
+ * race both register, which is harmless. */
+static void reclaim_barrier_register(void)
+{
+    xa_assert(!xa_lock_held_any());
+    pid_t pid = xa_os_getpid();
+    if (__atomic_load_n(&reclaim_pid, __ATOMIC_ACQUIRE) == pid)
+        return;
+    bool ok = xa_os_membarrier_register() == 0;
+    __atomic_store_n(&reclaim_barrier_ok, ok, __ATOMIC_RELAXED);
+    __atomic_store_n(&reclaim_pid, pid, __ATOMIC_RELEASE);
+}
+
+/* True when this process registered for the barrier (a caller that has
+ * not run reclaim_barrier_register in this process gets false: no
+ * handshake, nothing taken from other heaps). */
 static bool reclaim_barrier_ready(void)
 {
-    pid_t pid = xa_os_getpid();
-    if (pid != reclaim_pid) {
-        reclaim_pid = pid;
-        reclaim_barrier_ok = xa_os_membarrier_register() == 0;
-    }
-    return reclaim_barrier_ok;
+    return __atomic_load_n(&reclaim_pid, __ATOMIC_ACQUIRE) == xa_os_getpid() &&
+           __atomic_load_n(&reclaim_barrier_ok, __ATOMIC_RELAXED);
 }
 
 static inline uint16_t class_moves(const xa_heap *h, unsigned cls)
@@ -1684,6 +1701,7 @@ uint64_t xa_heaps_reclaim_idle(uint64_t now, bool force)
         return __atomic_load_n(&reclaim_next_ns, __ATOMIC_RELAXED) - now;
     bool moved = false, pending = false, more = false;
     size_t bytes = 0;
+    reclaim_barrier_register();
     xa_lock_acquire(&heaps_lock);
     if (reclaim_barrier_ready()) {
         /* Disarmed before the look: a page carved after it wakes the
@@ -1716,6 +1734,7 @@ uint64_t xa_heaps_reclaim_idle(uint64_t now, bool force)
 
 void xa_heaps_flush_caches(void)
 {
+    reclaim_barrier_register();
     xa_lock_acquire(&heaps_lock);
     flush_parked_of_others(0, true);
     xa_lock_release(&heaps_lock);

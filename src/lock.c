@@ -21,6 +21,11 @@ void xa_lock_release(xa_lock *l)
         held_rank = 0;
 }
 
+bool xa_lock_held_any(void)
+{
+    return xa_config_debug && held_rank != 0;
+}
+
 void xa_lock_reset(xa_lock *l)
 {
     pthread_mutex_t init = PTHREAD_MUTEX_INITIALIZER;

@@ -40,5 +40,9 @@ void xa_lock_acquire(xa_lock *l);
 void xa_lock_release(xa_lock *l);
 /* In the child after fork: the lock is reset to unlocked. */
 void xa_lock_reset(xa_lock *l);
+/* Debug builds: true while this thread holds an allocator lock (as far as
+ * the rank check follows). Release builds: false. For asserting that a
+ * call that may sleep long (an RCU grace period) holds up no other thread. */
+bool xa_lock_held_any(void);
 
 #endif /* XA_LOCK_H */
