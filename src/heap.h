@@ -18,6 +18,11 @@
 /* Empty slabs a heap parks per class it churns (see slab_churn); a big
  * class (XA_SLAB_TRIM) parks one. */
 #define XA_SPARES_SMALL 4
+/* A big class parks a second spare (up to XA_SPARES_SMALL, once the heap
+ * churns its slabs) only while the heap holds fewer spares than this in
+ * all: their blocks' pages stay resident, where the arena would reuse or
+ * purge them. */
+#define XA_SPARES_BIG_TOTAL 8
 /* Live thread heaps from which the purger thread is worth starting under
  * background_thread:auto, for idle reclaim (see heap.c). */
 #define XA_HEAPS_MANY 4
@@ -75,7 +80,8 @@ typedef struct xa_heap {
     uint64_t park_noticed_ns;      /* coarse clock when a parked block last woke the purger */
     /* Empty slabs parked when they empty instead of going back to the
      * arena: one per big class (blocks of XA_TRIM_MIN_BLOCK and up), up to
-     * XA_SPARES_SMALL per other class the heap churns (slab_churn), in a
+     * XA_SPARES_SMALL per class the heap churns (slab_churn; a big class
+     * only while XA_SPARES_BIG_TOTAL are not reached), in a
      * chain through next. A thread whose set of blocks breathes takes them
      * again without the arena lock, a purge, carving and page faults.
      * Plain loads and stores, as for the large-block slots, and returned

@@ -366,11 +366,12 @@ static void check_heap(struct ctx *x, xa_heap *h)
         for (xa_slab *s = atomic_load_explicit(&h->spare[cls], memory_order_relaxed); s;
              s = s->next) {
             spares++;
-            /* Empty, of its class, of this heap, in no list of it; one of
-             * a big class, XA_SPARES_SMALL of another. */
+            /* Empty, of its class, of this heap, in no list of it;
+             * XA_SPARES_SMALL at most (a big class's beyond the first only
+             * while the heap churns it, see spare_park). */
             if (s->kind != XA_RUN_SMALL || s->cls != cls || s->heap != h ||
                 xa_slab_used(s) != 0 || (s->in_full & XA_SLAB_IN_FULL) || s == h->cur[cls] ||
-                ++depth > ((s->in_full & XA_SLAB_TRIM) ? 1u : XA_SPARES_SMALL)) {
+                ++depth > XA_SPARES_SMALL) {
                 bad(x, "heap: spare %u is slab %p (kind %u, class %u, used %u)", cls, (void *)s,
                     s->kind, s->cls, xa_slab_used(s));
                 break;

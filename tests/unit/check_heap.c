@@ -387,6 +387,70 @@ START_TEST(churned_small_class_parks_spares_until_decay)
 }
 END_TEST
 
+/* A big class keeps one spare from the start, and once the heap churns
+ * its slabs (a batch of big blocks spanning several) up to
+ * XA_SPARES_SMALL, as smaller classes do; but a big class's second spare
+ * only while the heap holds fewer than XA_SPARES_BIG_TOTAL in all. */
+static unsigned churn_big_class(size_t size, void **p, xa_slab **seen)
+{
+    unsigned cls = xa_size_class(size);
+    uint32_t per = xa_classes[cls].blocks;
+    ck_assert_uint_ge(xa_classes[cls].size, XA_TRIM_MIN_BLOCK);
+    round_trip(cls, 3 * per, p, seen);                       /* learns the churn */
+    round_trip(cls, 3 * per, p, seen);                       /* parks */
+    round_trip(cls, (XA_SPARES_SMALL + 3) * per, p, seen);   /* parks more */
+    unsigned depth = 0;
+    for (xa_slab *t = spare_of(xa_heap_get(), cls); t; t = t->next)
+        depth++;
+    return depth;
+}
+
+START_TEST(churned_big_class_parks_spares_within_a_bound)
+{
+    enum { MAX = 8 * 64 };
+    static void *p[MAX];
+    xa_slab *seen[16];
+    xa_heap *h = xa_heap_get();
+    unsigned cls = xa_size_class(16384);
+    uint32_t per = xa_classes[cls].blocks;
+    ck_assert_uint_le((XA_SPARES_SMALL + 3) * per, MAX);
+    ck_assert_uint_eq(XA_SPARES_BIG_TOTAL, 2 * XA_SPARES_SMALL); /* the cases below */
+
+    /* Round 1: one spare from the start; the second empty slab goes back. */
+    round_trip(cls, 3 * per, p, seen);
+    ck_assert_uint_eq(h->spare_count, 1);
+    ck_assert_uint_ne(h->slab_returned & (1ull << cls), 0);
+    ck_assert_uint_eq(h->slab_churn & (1ull << cls), 0);
+    assert_clean();
+
+    /* Round 2 takes the spare and a new slab from the arena: the class
+     * churns, and the empty slabs but the head are parked. */
+    round_trip(cls, 3 * per, p, seen);
+    ck_assert_uint_ne(h->slab_churn & (1ull << cls), 0);
+    ck_assert_uint_eq(h->spare_count, 2);
+    /* Round 3 is served by the head and the spares, without the arena. */
+    xa_slab *parked[2] = {spare_of(h, cls), spare_of(h, cls)->next};
+    ck_assert_uint_eq(round_trip(cls, 3 * per, p, seen), 3);
+    for (unsigned k = 0; k < 2; k++)
+        ck_assert(seen[1] == parked[k] || seen[2] == parked[k]);
+    assert_clean();
+
+    /* Wider rounds: XA_SPARES_SMALL at most per class; two big classes
+     * reach the heap's bound, and a third keeps its first spare only. */
+    ck_assert_uint_eq(churn_big_class(16384, p, seen), XA_SPARES_SMALL);
+    ck_assert_uint_eq(churn_big_class(32768, p, seen), XA_SPARES_SMALL);
+    ck_assert_uint_eq(h->spare_count, XA_SPARES_BIG_TOTAL);
+    ck_assert_uint_eq(churn_big_class(24576, p, seen), 1);
+    ck_assert_uint_eq(h->spare_count, XA_SPARES_BIG_TOTAL + 1);
+    assert_clean();
+
+    /* Unused for decay_ms: all back to the arena. */
+    xa_heaps_decay_caches(UINT64_MAX / 2);
+    ck_assert_uint_eq(h->spare_count, 0);
+    assert_clean();
+}
+END_TEST
+
 /* Blocks past the first unit of a 2-unit slab (10 KiB class): free()'s
  * guess of the descriptor fails there and free_check takes its steps with
  * the run's own descriptor, for the owner and for another thread; a second
@@ -1323,6 +1387,7 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, emptied_big_slab_is_parked_reused_and_decayed);
     tcase_add_test(tc, small_class_keeps_no_spare);
     tcase_add_test(tc, churned_small_class_parks_spares_until_decay);
+    tcase_add_test(tc, churned_big_class_parks_spares_within_a_bound);
     tcase_add_test(tc, other_thread_flushes_a_parked_heap_unless_busy);
     tcase_add_test(tc, blocks_past_a_slabs_first_unit_are_freed_by_owner_and_others);
     tcase_add_test_raise_signal(tc, double_free_past_a_slabs_first_unit_is_reported, SIGABRT);
