@@ -40,8 +40,7 @@ void xa_arena_note_carved(xa_slab *s, uint32_t n)
     xa_chunk *c = xa_chunk_of(s);
     xa_arena *a = c->arena;
     __atomic_fetch_add(&a->class_carved[s->cls], n, __ATOMIC_RELAXED);
-    uint64_t dense = __atomic_add_fetch(&c->dense_bytes, (uint64_t)n * s->block_size,
-                                        __ATOMIC_RELAXED);
+    uint64_t dense = xa_chunk_dense_add(c, (uint64_t)n * s->block_size);
     if (xa_unlikely(xa_pages_policy == XA_THP_POLICY_DENSE && !xa_chunk_huge_advised(c) &&
                     dense >= ((uint64_t)XA_THP_DENSE_UNITS << XA_UNIT_SHIFT))) {
         xa_lock_acquire(&a->lock);
@@ -55,8 +54,7 @@ void xa_arena_note_uncarved(xa_slab *s)
     xa_chunk *c = xa_chunk_of(s);
     xa_arena *a = c->arena;
     __atomic_fetch_sub(&a->class_carved[s->cls], s->capacity, __ATOMIC_RELAXED);
-    uint64_t dense = __atomic_sub_fetch(&c->dense_bytes, (uint64_t)s->capacity * s->block_size,
-                                        __ATOMIC_RELAXED);
+    uint64_t dense = xa_chunk_dense_add(c, (uint64_t)0 - (uint64_t)s->capacity * s->block_size);
     if (xa_unlikely(xa_pages_policy == XA_THP_POLICY_DENSE && xa_chunk_huge_advised(c) &&
                     dense < ((uint64_t)XA_THP_SPARSE_UNITS << XA_UNIT_SHIFT))) {
         xa_lock_acquire(&a->lock);
@@ -70,7 +68,7 @@ static void slab_release_locked(xa_arena *a, xa_chunk *c, xa_slab *s)
     a->class_slabs[s->cls]--;
     a->class_capacity[s->cls] -= s->reserved;
     __atomic_fetch_sub(&a->class_carved[s->cls], s->capacity, __ATOMIC_RELAXED);
-    __atomic_fetch_sub(&c->dense_bytes, (uint64_t)s->capacity * s->block_size, __ATOMIC_RELAXED);
+    xa_chunk_dense_add(c, (uint64_t)0 - (uint64_t)s->capacity * s->block_size);
     s->kind = XA_RUN_FREE;
     s->heap = NULL;
     xa_run_free(a, c, s);

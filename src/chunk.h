@@ -236,7 +236,7 @@ typedef struct xa_chunk {
             uint8_t first_of[XA_UNITS_PER_CHUNK];
             /* ---- written as runs come and go: off the line every free reads ---- */
             size_t map_size;          /* bytes mapped (2 MiB, or more for huge) */
-            uint64_t dense_bytes;     /* atomic: bytes of large blocks and carved slab blocks */
+            uint64_t dense_bytes;     /* atomic: bytes of large blocks and carved slab blocks (DENSE only) */
             struct xa_chunk *next, *prev; /* arena's chunk list / huge list */
             char *huge_ptr;           /* huge: the user pointer */
             size_t huge_size;         /* huge: usable bytes from huge_ptr */

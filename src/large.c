@@ -17,7 +17,7 @@ void *xa_arena_large_alloc(xa_arena *a, size_t size, bool zero)
         a->large_count++;
         a->large_bytes += (uint64_t)units << XA_UNIT_SHIFT;
         xa_chunk *c = xa_chunk_of(s);
-        __atomic_fetch_add(&c->dense_bytes, (uint64_t)units << XA_UNIT_SHIFT, __ATOMIC_RELAXED);
+        xa_chunk_dense_add(c, (uint64_t)units << XA_UNIT_SHIFT);
         xa_chunk_density_changed(a, c);
     }
     xa_lock_release(&a->lock);
@@ -41,7 +41,7 @@ void xa_arena_large_free(xa_chunk *c, xa_slab *s)
     }
     a->large_count--;
     a->large_bytes -= (uint64_t)s->units << XA_UNIT_SHIFT;
-    __atomic_fetch_sub(&c->dense_bytes, (uint64_t)s->units << XA_UNIT_SHIFT, __ATOMIC_RELAXED);
+    xa_chunk_dense_add(c, (uint64_t)0 - ((uint64_t)s->units << XA_UNIT_SHIFT));
     __atomic_fetch_sub(&a->requested_big, s->large_size, __ATOMIC_RELAXED);
     s->kind = XA_RUN_FREE;
     xa_run_free(a, c, s);
@@ -61,8 +61,7 @@ bool xa_arena_large_resize(xa_chunk *c, xa_slab *s, size_t new_size)
         /* Shrink: the tail becomes a free run (coalescing to the right). */
         s->units = (uint8_t)want;
         a->large_bytes -= (uint64_t)(have - want) << XA_UNIT_SHIFT;
-        __atomic_fetch_sub(&c->dense_bytes, (uint64_t)(have - want) << XA_UNIT_SHIFT,
-                           __ATOMIC_RELAXED);
+        xa_chunk_dense_add(c, (uint64_t)0 - ((uint64_t)(have - want) << XA_UNIT_SHIFT));
         xa_slab *tail = &c->slabs[first + want];
         memset(tail, 0, sizeof *tail);
         tail->first_unit = (uint8_t)(first + want);
@@ -88,7 +87,7 @@ bool xa_arena_large_resize(xa_chunk *c, xa_slab *s, size_t new_size)
             a->used_units += take;
             xa_arena_used_grew(a);
             a->large_bytes += (uint64_t)take << XA_UNIT_SHIFT;
-            __atomic_fetch_add(&c->dense_bytes, (uint64_t)take << XA_UNIT_SHIFT, __ATOMIC_RELAXED);
+            xa_chunk_dense_add(c, (uint64_t)take << XA_UNIT_SHIFT);
             xa_chunk_density_changed(a, c);
             ok = true;
         }
