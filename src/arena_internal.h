@@ -84,10 +84,10 @@ xa_chunk *xa_chunk_new(xa_arena *a);
 void xa_chunk_release(xa_arena *a, xa_chunk *c, unsigned path);
 void xa_chunk_density_update(xa_arena *a, xa_chunk *c);
 /* c's dense_bytes plus delta, returned. Kept only under the DENSE policy,
- * its one reader (promotion and demotion below): elsewhere it was two
- * locked adds on the chunk header for every page of blocks carved (16 KiB
- * blocks in batches: 4.5% of the time) and every large block. The policy
- * is fixed before the first chunk exists. */
+ * its one reader (promotion and demotion below): elsewhere it was a
+ * locked add on the chunk header for every page of blocks carved and
+ * every large block (thread churn: 7-10% of its time). The policy is
+ * fixed before the first chunk exists. */
 static inline uint64_t xa_chunk_dense_add(xa_chunk *c, uint64_t delta)
 {
     if (xa_pages_policy != XA_THP_POLICY_DENSE)

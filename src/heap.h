@@ -16,7 +16,8 @@
 
 #define XA_LARGE_CACHE_SLOTS 4
 /* Empty slabs a heap parks per class it churns (see slab_churn); a big
- * class (XA_SLAB_TRIM) parks one. */
+ * class (XA_SLAB_TRIM) parks one from the start, and more only within
+ * XA_SPARES_BIG_TOTAL. */
 #define XA_SPARES_SMALL 4
 /* A big class parks a second spare (up to XA_SPARES_SMALL, once the heap
  * churns its slabs) only while the heap holds fewer spares than this in
