@@ -1477,8 +1477,8 @@ static bool large_cache_flush(xa_heap *h, uint64_t now, bool force)
     return spare_flush(h, now, force) | left;
 }
 
-static bool flush_parked_of_others(uint64_t now, bool force);
-static void reclaim_barrier_register(void);
+static bool flush_parked_of_others(uint64_t now, bool force, bool barrier_ok);
+static bool reclaim_barrier_register(void);
 
 /* True when some block or spare of h has been parked for decay_ms: a
  * racy look (the owner may take it meanwhile), the flush decides. */
@@ -1505,9 +1505,9 @@ static bool heap_parked_due(const xa_heap *h, uint64_t now)
 bool xa_heaps_decay_caches(uint64_t now)
 {
     __atomic_store_n(&coarse_now_ns, now, __ATOMIC_RELAXED);
-    reclaim_barrier_register();
+    bool barrier_ok = reclaim_barrier_register();
     xa_lock_acquire(&heaps_lock);
-    bool left = flush_parked_of_others(now, false);
+    bool left = flush_parked_of_others(now, false, barrier_ok);
     xa_lock_release(&heaps_lock);
     return left;
 }
@@ -1559,25 +1559,19 @@ static bool reclaim_barrier_ok; /* atomic: that registration worked */
  * threads, registering waits for an RCU grace period (20 ms measured),
  * and every thread that started or exited meanwhile waited for the lock
  * as long (a thread-per-request program's first requests). Callers that
- * race both register, which is harmless. */
-static void reclaim_barrier_register(void)
+ * race both register, which is harmless. Returns true when this process
+ * may use the barrier (false: no handshake, nothing taken from other
+ * heaps). */
+static bool reclaim_barrier_register(void)
 {
     xa_assert(!xa_lock_held_any());
     pid_t pid = xa_os_getpid();
     if (__atomic_load_n(&reclaim_pid, __ATOMIC_ACQUIRE) == pid)
-        return;
+        return __atomic_load_n(&reclaim_barrier_ok, __ATOMIC_RELAXED);
     bool ok = xa_os_membarrier_register() == 0;
     __atomic_store_n(&reclaim_barrier_ok, ok, __ATOMIC_RELAXED);
     __atomic_store_n(&reclaim_pid, pid, __ATOMIC_RELEASE);
-}
-
-/* True when this process registered for the barrier (a caller that has
- * not run reclaim_barrier_register in this process gets false: no
- * handshake, nothing taken from other heaps). */
-static bool reclaim_barrier_ready(void)
-{
-    return __atomic_load_n(&reclaim_pid, __ATOMIC_ACQUIRE) == xa_os_getpid() &&
-           __atomic_load_n(&reclaim_barrier_ok, __ATOMIC_RELAXED);
+    return ok;
 }
 
 static inline uint16_t class_moves(const xa_heap *h, unsigned cls)
@@ -1713,9 +1707,9 @@ uint64_t xa_heaps_reclaim_idle(uint64_t now, bool force)
         return __atomic_load_n(&reclaim_next_ns, __ATOMIC_RELAXED) - now;
     bool moved = false, pending = false, more = false;
     size_t bytes = 0;
-    reclaim_barrier_register();
+    bool barrier_ok = reclaim_barrier_register();
     xa_lock_acquire(&heaps_lock);
-    if (reclaim_barrier_ready()) {
+    if (barrier_ok) {
         /* Disarmed before the look: a page carved after it wakes the
          * purger. (Left armed, so never waking it, without the barrier.) */
         __atomic_store_n(&reclaim_armed, false, __ATOMIC_SEQ_CST);
@@ -1746,9 +1740,9 @@ uint64_t xa_heaps_reclaim_idle(uint64_t now, bool force)
 
 void xa_heaps_flush_caches(void)
 {
-    reclaim_barrier_register();
+    bool barrier_ok = reclaim_barrier_register();
     xa_lock_acquire(&heaps_lock);
-    flush_parked_of_others(0, true);
+    flush_parked_of_others(0, true, barrier_ok);
     xa_lock_release(&heaps_lock);
 }
 
@@ -1763,12 +1757,11 @@ void xa_heaps_flush_caches(void)
  * on a large block's malloc/free cycle or a spare's round trip). A heap
  * busy at the barrier keeps its blocks until the next pass; without the
  * barrier (an old kernel, a seccomp filter) owners flush only their own,
- * on their slow paths and at exit. Under heaps_lock. Returns true when
- * blocks remain parked. */
-static bool flush_parked_of_others(uint64_t now, bool force)
+ * on their slow paths and at exit. Under heaps_lock; barrier_ok from
+ * reclaim_barrier_register. Returns true when blocks remain parked. */
+static bool flush_parked_of_others(uint64_t now, bool force, bool barrier_ok)
 {
     bool left = false, marked = false;
-    bool barrier_ok = reclaim_barrier_ready();
     for (xa_heap *h = heaps_live; h; h = h->next_all) {
         if (!heap_has_parked(h))
             continue;
