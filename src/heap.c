@@ -1533,7 +1533,11 @@ bool xa_heaps_decay_caches(uint64_t now)
  * malloc loads the sentinel (empty), takes the slow path and waits for
  * reclaiming == 0. Owner code that changes cur[] or the lists outside
  * malloc (xa_heap_owner_enter) waits the same way; a heap busy at the
- * barrier is left as it was. A class counts as idle when its malloc and
+ * barrier is left as it was. A free makes its slab current without
+ * either (it is the fast path), but only while blocks of the slab stay
+ * out, and the purger reads cur[] again after the slab's count: the
+ * count shows the free that emptied the slab, so any free that made it
+ * current before that is seen too. A class counts as idle when its malloc and
  * free counts did not move between two looks, so a thread's working set
  * is never taken from under it. */
 
@@ -1684,7 +1688,14 @@ static size_t reclaim_pass(bool force, bool *moved, bool *pending, bool *more)
             /* Checked again now that the owner's stores are visible: a
              * malloc or free of the class since the look keeps the slab. */
             if (s->kind == XA_RUN_SMALL && s->heap == h && class_moves(h, cls) == cand[i].moves) {
-                if (s->capacity && slab_reclaimable(s)) {
+                /* cur[] once more after the count: a free that left
+                 * blocks out may have made s current again since the
+                 * look above (frees do not wait for the purger), and a
+                 * malloc then took a block of s. Such a free comes before
+                 * the one that emptied s, which the count shows, so the
+                 * sentinel still in place means no malloc can reach s. */
+                if (s->capacity && slab_reclaimable(s) &&
+                    __atomic_load_n(&h->cur[cls], __ATOMIC_ACQUIRE) == &xa_slab_reclaiming) {
                     size_t got = reclaim_slab(s);
                     __atomic_fetch_add(&h->reclaimed_bytes, got, __ATOMIC_RELAXED);
                     bytes += got;

@@ -346,6 +346,35 @@ static inline void xa_heap_owner_leave(xa_heap *h, uint32_t prev)
     __atomic_store_n(&h->busy, prev, __ATOMIC_RELEASE);
 }
 
+/* ThreadSanitizer cannot see the membarrier of idle reclaim, which orders
+ * an owner's last free before the purger's look: in a TSan build a free
+ * publishes itself with a release store of busy (unchanged), which the
+ * purger's acquire load of busy pairs with. Nothing in other builds.
+ * XA_USED_INC: malloc's count of a slab's blocks out. The purger reads
+ * the count of a slab that a racing free may have made current again
+ * (and a malloc then counted into) and drops what it read when it finds
+ * cur[] changed after the read (see reclaim_pass): a plain increment on
+ * x86, a relaxed atomic one for TSan, which cannot know the value is
+ * dropped. */
+#if defined(__SANITIZE_THREAD__)
+#define XA_TSAN_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define XA_TSAN_BUILD 1
+#endif
+#endif
+#ifdef XA_TSAN_BUILD
+#define XA_TSAN_PUBLISH(h) \
+    __atomic_store_n(&(h)->busy, __atomic_load_n(&(h)->busy, __ATOMIC_RELAXED), __ATOMIC_RELEASE)
+#else
+#define XA_TSAN_PUBLISH(h) ((void)0)
+#endif
+#ifdef XA_TSAN_BUILD
+#define XA_USED_INC(s) __atomic_fetch_add(&(s)->used, 1, __ATOMIC_RELAXED)
+#else
+#define XA_USED_INC(s) ((s)->used++)
+#endif
+
 /* ---- fast paths ---- */
 
 XA_FAST_PATH xa_heap *xa_heap_get(void)
@@ -376,7 +405,7 @@ XA_FAST_PATH void *xa_heap_malloc_class(xa_heap *h, size_t cls)
         return xa_heap_malloc_slow(h, (unsigned)cls); /* clears busy */
     s->free = b->next ^ xa_heap_secret;
     xa_block_clear(b);
-    s->used++;
+    XA_USED_INC(s);
     h->nmalloc[cls]++;
     __atomic_store_n(&h->busy, 0, __ATOMIC_RELEASE);
     return b;
@@ -420,23 +449,6 @@ XA_FAST_PATH bool xa_block_marked_free(const xa_block *b)
     return b->mark == xa_free_mark_of(b);
 }
 
-/* ThreadSanitizer cannot see the membarrier of idle reclaim, which orders
- * an owner's last free before the purger's look: in a TSan build a free
- * publishes itself with a release store of busy (unchanged), which the
- * purger's acquire load of busy pairs with. Nothing in other builds. */
-#if defined(__SANITIZE_THREAD__)
-#define XA_TSAN_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define XA_TSAN_BUILD 1
-#endif
-#endif
-#ifdef XA_TSAN_BUILD
-#define XA_TSAN_PUBLISH(h) \
-    __atomic_store_n(&(h)->busy, __atomic_load_n(&(h)->busy, __ATOMIC_RELAXED), __ATOMIC_RELEASE)
-#else
-#define XA_TSAN_PUBLISH(h) ((void)0)
-#endif
 
 /* --*p as a signed count; true when the result is zero or negative (the
  * XA_USED_SLOW flag). One decrement in memory and one branch on its flags
@@ -500,8 +512,14 @@ XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
      * block's line is in cache now (the free wrote it), where the current
      * slab's next block may be cold (ovsdb update, larson: frees spread
      * over many slabs of a big working set). Any slab in the class list
-     * may be current; only the list's head is kept when it empties. */
-    __atomic_store_n(&h->cur[cls], s, __ATOMIC_RELAXED);
+     * may be current; only the list's head is kept when it empties.
+     * Only while blocks of s stay out: the free that empties the head
+     * (left as it is) must not undo the purger's sentinel, or the next
+     * malloc would pop from a slab the purger is resetting. One that
+     * leaves blocks out comes before the free that empties s, so the
+     * purger, which reads the count and then cur[] again, sees it. */
+    if (s->used & ~XA_USED_FLAGS)
+        __atomic_store_n(&h->cur[cls], s, __ATOMIC_RELAXED);
 }
 
 /* Keeps b (marked free already) in foreign stack f, which holds n blocks

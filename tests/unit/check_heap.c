@@ -1248,6 +1248,35 @@ static unsigned char *reclaimed_block(void)
     return p[N - 1];
 }
 
+/* The purger swaps the sentinel into cur[] and then counts the slab's
+ * blocks; frees do not wait for it. A free that leaves blocks of its slab
+ * out makes the slab current (the purger reads cur[] again after the
+ * count and sees it); the free that empties the head slab leaves the
+ * sentinel, else a malloc could pop from the slab while it is reset. */
+START_TEST(free_that_empties_the_slab_keeps_the_reclaim_sentinel)
+{
+    unsigned cls = xa_size_class(IR_SIZE);
+    void *a = xa_test_malloc(IR_SIZE), *b = xa_test_malloc(IR_SIZE);
+    xa_heap *h = xa_tls_heap;
+    xa_slab *s = h->cur[cls];
+    ck_assert_ptr_eq(slab_of(a), s);
+    ck_assert_ptr_eq(slab_of(b), s);
+    ck_assert_ptr_eq(h->avail[cls], s); /* the head: kept when it empties */
+    h->cur[cls] = &xa_slab_reclaiming;
+    xa_test_free(a); /* b still out */
+    ck_assert_ptr_eq(h->cur[cls], s);
+    h->cur[cls] = &xa_slab_reclaiming;
+    xa_test_free(b); /* s empty */
+    ck_assert_ptr_eq(h->cur[cls], &xa_slab_reclaiming);
+    ck_assert_uint_eq(xa_slab_used(s), 0);
+    h->cur[cls] = s; /* as the purger puts it back */
+    void *c = xa_test_malloc(IR_SIZE);
+    ck_assert_ptr_eq(slab_of(c), s);
+    xa_test_free(c);
+    assert_clean();
+}
+END_TEST
+
 START_TEST(double_free_after_reclaim_is_reported)
 {
     xa_test_free(reclaimed_block());
@@ -1412,6 +1441,7 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, idle_thread_slab_pages_are_reclaimed_and_reused);
     tcase_add_test(tc, class_used_between_looks_is_not_reclaimed);
     tcase_add_test(tc, forced_reclaim_takes_empty_slabs_only);
+    tcase_add_test(tc, free_that_empties_the_slab_keeps_the_reclaim_sentinel);
     tcase_add_test_raise_signal(tc, double_free_after_reclaim_is_reported, SIGABRT);
     tcase_add_test_raise_signal(tc, double_free_past_recarved_pages_is_reported, SIGABRT);
     suite_add_tcase(s, tc);
