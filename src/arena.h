@@ -139,6 +139,13 @@ bool xa_arena_slab_keep(xa_chunk *c, xa_slab *s);
  * slab (its heap's thread, or the arena lock for an ownerless one).
  * Returns the blocks moved. */
 uint32_t xa_slab_collect(xa_slab *s);
+/* Free blocks of abandoned slab s off its list, their pages purged (see
+ * XA_SLAB_PAGES_PURGED); 0 for any other slab. */
+uint32_t xa_slab_withheld(const xa_slab *s);
+/* Purges the pages of free big block b (a class of XA_TRIM_MIN_BLOCK and
+ * up) but the one of its first words, once; returns the bytes purged,
+ * counted on purge path path. */
+size_t xa_slab_trim_block(xa_block *b, uint32_t block_size, unsigned path);
 /* Counts blocks carved from a slab (statistics). */
 void xa_arena_note_carved(xa_slab *s, uint32_t n);
 /* Counts every block of s as uncarved again (its pages were purged and it

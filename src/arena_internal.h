@@ -106,8 +106,12 @@ static inline void xa_chunk_density_changed(xa_arena *a, xa_chunk *c)
 /* ---- slabs (arena_slab.c) ---- */
 
 /* Frees the abandoned slabs whose blocks have all come back (a warm one,
- * kept empty, once it has waited warm_age_ns); returns how many. */
-size_t xa_slab_reclaim_abandoned(xa_arena *a, uint64_t now, uint64_t warm_age_ns);
+ * kept empty, once it has waited warm_age_ns), and purges the pages of
+ * the others that hold free blocks only, once they have had no block
+ * back for trim_age_ns (counted on purge path path); returns how many
+ * slabs it freed. */
+size_t xa_slab_reclaim_abandoned(xa_arena *a, uint64_t now, uint64_t warm_age_ns,
+                                 uint64_t trim_age_ns, unsigned path);
 
 /* ---- decay (decay.c) ---- */
 

@@ -4,6 +4,8 @@
  * Layer: arena; above pages. */
 #include "arena_internal.h"
 
+#include <string.h>
+
 #include "config.h"
 #include "os.h"
 #include "pages.h"
@@ -63,12 +65,16 @@ void xa_arena_note_uncarved(xa_slab *s)
     }
 }
 
+static uint32_t slab_withheld_count(const xa_slab *s);
+
 static void slab_release_locked(xa_arena *a, xa_chunk *c, xa_slab *s)
 {
+    /* (Withheld blocks were uncounted when their pages were purged.) */
+    uint32_t carved = s->capacity - slab_withheld_count(s);
     a->class_slabs[s->cls]--;
     a->class_capacity[s->cls] -= s->reserved;
-    __atomic_fetch_sub(&a->class_carved[s->cls], s->capacity, __ATOMIC_RELAXED);
-    xa_chunk_dense_add(c, (uint64_t)0 - (uint64_t)s->capacity * s->block_size);
+    __atomic_fetch_sub(&a->class_carved[s->cls], carved, __ATOMIC_RELAXED);
+    xa_chunk_dense_add(c, (uint64_t)0 - (uint64_t)carved * s->block_size);
     s->kind = XA_RUN_FREE;
     s->heap = NULL;
     xa_run_free(a, c, s);
@@ -96,7 +102,9 @@ static void abandon_locked(xa_arena *a, xa_slab *s)
 void xa_arena_slab_abandon(xa_chunk *c, xa_slab *s)
 {
     xa_arena *a = c->arena;
+    uint64_t now = xa_os_now_ns();
     xa_lock_acquire(&a->lock);
+    s->freed_ns = now; /* its free pages are purged decay_ms from now */
     abandon_locked(a, s);
     xa_lock_release(&a->lock);
 }
@@ -155,11 +163,11 @@ static void abandoned_unlink(xa_arena *a, xa_slab *s)
 {
     if (s->warm) {
         s->warm = 0;
-        s->freed_ns = 0;
         a->warm_slabs[s->cls]--;
         __atomic_store_n(&a->warm_bytes, a->warm_bytes - ((uint64_t)s->units << XA_UNIT_SHIFT),
                          __ATOMIC_RELAXED);
     }
+    s->freed_ns = 0;
     if (s->prev)
         s->prev->next = s->next;
     else
@@ -169,7 +177,216 @@ static void abandoned_unlink(xa_arena *a, xa_slab *s)
     s->next = s->prev = NULL;
 }
 
-size_t xa_slab_reclaim_abandoned(xa_arena *a, uint64_t now, uint64_t warm_age_ns)
+/* ---- free big blocks ---- */
+
+#define TRIM_MARK 0x7472696d6d656421ULL /* "trimmed!" */
+
+static inline uintptr_t trim_mark(const xa_block *b)
+{
+    return ((uintptr_t)b ^ xa_heap_secret) ^ TRIM_MARK;
+}
+
+/* Purges the whole pages of one free block that do not hold its first
+ * three words (the link, the free mark, the trim mark) and marks it so a
+ * later trim does not purge it again. Malloc clears the first two words
+ * only, so a block handed out and freed again since may still carry the
+ * mark while its pages are back (the program need not write there): a
+ * marked block whose last page is resident is purged again. Blocks of the
+ * eight-per-doubling classes are not page multiples: a page the block
+ * shares with its neighbour (whose link it may hold) is never purged. */
+size_t xa_slab_trim_block(xa_block *b, uint32_t block_size, unsigned path)
+{
+    uintptr_t *words = (uintptr_t *)b;
+    uintptr_t first = XA_ALIGN_UP((uintptr_t)b + 3 * sizeof(uintptr_t), XA_OS_PAGE);
+    uintptr_t end = ((uintptr_t)b + block_size) & ~(uintptr_t)(XA_OS_PAGE - 1);
+    if (end <= first)
+        return 0;
+    if (words[2] == trim_mark(b) && !xa_os_page_resident((void *)(end - XA_OS_PAGE)))
+        return 0;
+    size_t len = end - first;
+    xa_pages_purge((void *)first, len);
+    words[2] = trim_mark(b);
+    xa_arena *a = xa_chunk_of(b)->arena;
+    __atomic_fetch_add(&a->purged_by[path], len, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->purged_bytes, len, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->npurge, 1, __ATOMIC_RELAXED);
+    return len;
+}
+
+/* ---- free pages of abandoned slabs ----
+ *
+ * A thread that exits leaves its slabs with the blocks other threads still
+ * hold (handed over, to be freed later or never): a few live blocks in
+ * each, and every page the thread carved resident. Pages that only free
+ * blocks touch are purged once the slab has stayed abandoned for
+ * decay_ms (at once on a forced purge). The free blocks whose first bytes
+ * (link and mark) lay there leave the free list: withheld, purged_pages
+ * says where, until an adopter lists them again (their pages then fault
+ * in, zero-filled). The slab is flagged XA_SLAB_PAGES_PURGED, which keeps
+ * every free of its blocks out of the other threads' stacks and rings:
+ * they all reach xa_heap_free_remote, which reports a withheld block as
+ * the double free it is (the purge erased its free mark). */
+
+/* Runs body for every block i of s whose first bytes lie in a page of mask. */
+#define FOR_BLOCKS_HEADED_IN(s, mask, i, body)                                                 \
+    for (uint32_t m_ = (mask); m_; m_ &= m_ - 1) {                                             \
+        uint64_t lo_ = (uint64_t)__builtin_ctz(m_) * XA_OS_PAGE, hi_ = lo_ + XA_OS_PAGE;       \
+        for (uint32_t i = (uint32_t)((lo_ + (s)->block_size - 1) / (s)->block_size);           \
+             i < (s)->capacity && (uint64_t)i * (s)->block_size < hi_; i++) {                  \
+            body;                                                                              \
+        }                                                                                      \
+    }
+
+static uint32_t slab_withheld_count(const xa_slab *s)
+{
+    if (!(s->in_full & XA_SLAB_PAGES_PURGED))
+        return 0;
+    uint32_t n = 0;
+    FOR_BLOCKS_HEADED_IN(s, s->purged_pages, i, n++);
+    return n;
+}
+
+uint32_t xa_slab_withheld(const xa_slab *s) { return slab_withheld_count(s); }
+
+static void slab_count_carved(xa_arena *a, xa_slab *s, int64_t n)
+{
+    __atomic_fetch_add(&a->class_carved[s->cls], (uint64_t)n, __ATOMIC_RELAXED);
+    xa_chunk_dense_add(xa_chunk_of(s), (uint64_t)(n * (int64_t)s->block_size));
+}
+
+/* Purges the pages of abandoned slab s (its remote frees collected) that
+ * no live block touches. Pre: arena lock. Returns the bytes purged. */
+static size_t slab_page_trim(xa_arena *a, xa_slab *s, unsigned path);
+
+/* Purges the pages of s past its carved blocks: a slab made from a run
+ * still resident from its last use carves into those pages as it goes,
+ * and they stay as the last use left them. Pre: arena lock, s abandoned. */
+static size_t slab_tail_trim(xa_arena *a, xa_slab *s, unsigned path)
+{
+    uintptr_t carved_end = XA_ALIGN_UP((uintptr_t)s->start + (uintptr_t)s->capacity * s->block_size,
+                                       XA_OS_PAGE);
+    uintptr_t end = (uintptr_t)s->start + ((uintptr_t)s->units << XA_UNIT_SHIFT);
+    /* (Looked at once more after every remote free: the tail is resident
+     * only if its run was, in which case its first page is.) */
+    if (carved_end >= end || xa_chunk_huge_advised(xa_chunk_of(s)) ||
+        !xa_os_page_resident((void *)carved_end))
+        return 0;
+    xa_pages_purge((void *)carved_end, end - carved_end);
+    __atomic_fetch_add(&a->purged_by[path], end - carved_end, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->purged_bytes, end - carved_end, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->npurge, 1, __ATOMIC_RELAXED);
+    return end - carved_end;
+}
+
+static size_t slab_page_trim(xa_arena *a, xa_slab *s, unsigned path)
+{
+    uint32_t bs = s->block_size, cap = s->capacity;
+    if (s->in_full & XA_SLAB_TRIM) {
+        /* Big blocks have pages of their own: each free one is purged but
+         * for the page of its first words, which stay, as in the owner's
+         * trim (a remote free trims only past an allowance). */
+        if (xa_chunk_huge_advised(xa_chunk_of(s)))
+            return 0;
+        size_t bytes = 0;
+        uint32_t limit = cap;
+        for (uintptr_t p = s->free; p && limit--; p = ((xa_block *)p)->next ^ xa_heap_secret)
+            bytes += xa_slab_trim_block((xa_block *)p, bs, path);
+        return bytes;
+    }
+    uintptr_t start = (uintptr_t)s->start;
+    uint64_t span = XA_ALIGN_UP((uint64_t)cap * bs, XA_OS_PAGE);
+    if (!cap || span > 32 * XA_OS_PAGE || xa_chunk_huge_advised(xa_chunk_of(s)))
+        return 0; /* (a purge would split the chunk's huge pages) */
+    /* The free blocks, a bit each (a small slab holds 4096 at most). */
+    uint64_t freebits[4096 / 64];
+    if (cap > 4096)
+        return 0;
+    memset(freebits, 0, ((cap + 63) / 64) * sizeof freebits[0]);
+    uint32_t listed = 0;
+    for (uintptr_t p = s->free; p && listed < cap; listed++) {
+        uint32_t i = (uint32_t)((p - start) / bs);
+        freebits[i / 64] |= 1ull << (i % 64);
+        p = ((xa_block *)p)->next ^ xa_heap_secret;
+    }
+    uint32_t old = s->purged_pages, mask = 0;
+    if (!(s->in_full & XA_SLAB_PAGES_PURGED))
+        old = 0;
+    for (unsigned pg = 0; pg < span / XA_OS_PAGE; pg++) {
+        if ((old >> pg) & 1u)
+            continue;
+        uint64_t lo = (uint64_t)pg * XA_OS_PAGE;
+        uint32_t first = (uint32_t)(lo / bs), last = (uint32_t)((lo + XA_OS_PAGE - 1) / bs);
+        bool free_only = true;
+        for (uint32_t i = first; i <= last && i < cap && free_only; i++)
+            free_only = (freebits[i / 64] >> (i % 64)) & 1u;
+        if (free_only)
+            mask |= 1u << pg;
+    }
+    if (!mask)
+        return 0;
+    /* The list without the blocks headed in the new pages, in its order;
+     * every link is read before a page goes. */
+    uintptr_t head = 0;
+    xa_block *tail = NULL;
+    uint32_t withheld = 0;
+    for (uintptr_t p = s->free; p;) {
+        xa_block *b = (xa_block *)p;
+        p = b->next ^ xa_heap_secret;
+        if ((mask >> ((uintptr_t)b - start) / XA_OS_PAGE) & 1u) {
+            withheld++;
+            continue;
+        }
+        if (tail)
+            tail->next = (uintptr_t)b ^ xa_heap_secret;
+        else
+            head = (uintptr_t)b;
+        tail = b;
+    }
+    if (tail)
+        tail->next = xa_heap_secret; /* (the end: 0, encoded) */
+    s->free = head;
+    __atomic_store_n(&s->purged_pages, old | mask, __ATOMIC_RELAXED);
+    xa_slab_set_in_full(s, s->in_full | XA_SLAB_PAGES_PURGED);
+    slab_count_carved(a, s, -(int64_t)withheld);
+    size_t bytes = 0;
+    unsigned runs = 0;
+    for (uint32_t m = mask; m;) {
+        unsigned pg = (unsigned)__builtin_ctz(m), end = pg;
+        while (end < 32 && ((m >> end) & 1u))
+            end++;
+        xa_pages_purge((void *)(start + (uintptr_t)pg * XA_OS_PAGE),
+                       (size_t)(end - pg) * XA_OS_PAGE);
+        bytes += (size_t)(end - pg) * XA_OS_PAGE;
+        runs++;
+        m &= end < 32 ? ~((1u << end) - 1u) : 0;
+    }
+    __atomic_fetch_add(&a->purged_by[path], bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->purged_bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->npurge, runs, __ATOMIC_RELAXED);
+    return bytes;
+}
+
+/* Lists s's withheld blocks again, for its new owner. Pre: arena lock. */
+static void slab_pages_restore(xa_arena *a, xa_slab *s)
+{
+    if (!(s->in_full & XA_SLAB_PAGES_PURGED))
+        return;
+    uint32_t n = 0;
+    uintptr_t start = (uintptr_t)s->start;
+    FOR_BLOCKS_HEADED_IN(s, s->purged_pages, i, {
+        xa_block *b = (xa_block *)(start + (uintptr_t)i * s->block_size);
+        b->next = s->free ^ xa_heap_secret;
+        b->mark = xa_free_mark_of(b);
+        s->free = (uintptr_t)b;
+        n++;
+    });
+    __atomic_store_n(&s->purged_pages, 0, __ATOMIC_RELAXED);
+    xa_slab_set_in_full(s, s->in_full & ~XA_SLAB_PAGES_PURGED);
+    slab_count_carved(a, s, n);
+}
+
+size_t xa_slab_reclaim_abandoned(xa_arena *a, uint64_t now, uint64_t warm_age_ns,
+                                 uint64_t trim_age_ns, unsigned path)
 {
     size_t freed = 0;
     for (unsigned cls = 0; cls < XA_NCLASSES; cls++) {
@@ -179,11 +396,21 @@ size_t xa_slab_reclaim_abandoned(xa_arena *a, uint64_t now, uint64_t warm_age_ns
                 s = next; /* (kept for a next thread a while longer) */
                 continue;
             }
-            xa_slab_collect(s);
+            uint32_t got = xa_slab_collect(s);
             if (xa_slab_used(s) == 0) {
                 abandoned_unlink(a, s);
                 slab_release_locked(a, xa_chunk_of(s), s);
                 freed++;
+            } else if (!s->warm) {
+                /* Looked at once its blocks stop coming back for a while,
+                 * and again after more came. */
+                if (got)
+                    s->freed_ns = now;
+                if (s->freed_ns && now - s->freed_ns >= trim_age_ns) {
+                    slab_tail_trim(a, s, path);
+                    slab_page_trim(a, s, path);
+                    s->freed_ns = 0;
+                }
             }
             s = next;
         }
@@ -195,6 +422,7 @@ size_t xa_slab_reclaim_abandoned(xa_arena *a, uint64_t now, uint64_t warm_age_ns
 static void adopt_locked(xa_arena *a, xa_slab *s, struct xa_heap *heap)
 {
     abandoned_unlink(a, s);
+    slab_pages_restore(a, s);
     xa_slab_set_in_full(s, s->in_full & ~XA_SLAB_ABANDONED);
     xa_slab_collect(s);
     /* Back to a normal owner: remote frees may notify again. */

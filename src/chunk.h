@@ -104,6 +104,9 @@ struct xa_arena;
 /* In the arena's abandoned list (no owner): set and cleared under the
  * arena lock. */
 #define XA_SLAB_ABANDONED 4u
+/* Abandoned, and pages of it that held only free blocks purged (see
+ * purged_pages): set and cleared under the arena lock, with ABANDONED. */
+#define XA_SLAB_PAGES_PURGED 8u
 
 typedef struct xa_slab {
     /* ---- first line: what a free reads to know the block, and the word
@@ -118,7 +121,15 @@ typedef struct xa_slab {
     uint8_t kind;             /* enum xa_run_kind */
     uint8_t cls;              /* size class (small) */
     uint8_t units;            /* run length in units */
-    uint32_t dunits;          /* free run: units touched since last purge */
+    union {
+        uint32_t dunits;      /* free run: units touched since last purge */
+        /* Small, XA_SLAB_PAGES_PURGED: bit per 4 KiB page from start (a
+         * small class's slab spans 32 at most) purged while abandoned;
+         * the free blocks whose first bytes lay there are off the free
+         * list until an adopter lists them again (atomic: remote frees
+         * read it). */
+        uint32_t purged_pages;
+    };
     struct xa_heap *heap;     /* owner; NULL when none */
     char *start;              /* first block */
     uint64_t div_magic;       /* ceil(2^64 / block_size): interior-pointer test */
@@ -149,7 +160,10 @@ typedef struct xa_slab {
     uint32_t warm;
     struct xa_slab *next, *prev;   /* heap class list, full list, bins */
     struct xa_slab *dnext, *dprev; /* arena dirty FIFO (free runs) */
-    uint64_t freed_ns;        /* free run: when it became free */
+    /* Free run: when it became free. Small, abandoned: warm, when it was
+     * kept; else when it was abandoned or last got remote frees, 0 once
+     * its free pages were purged (see xa_slab_reclaim_abandoned). */
+    uint64_t freed_ns;
 #if XA_PROF
     /* Profiling build: a sampled large block's record (in a huge chunk,
      * slabs[1]'s holds the huge block's); NULL or stale otherwise, which
@@ -180,6 +194,15 @@ _Static_assert(offsetof(xa_slab, in_dirty_list) < 64 && offsetof(xa_slab, free) 
 static inline uint32_t xa_slab_used(const struct xa_slab *s)
 {
     return s->used & ~XA_USED_FLAGS;
+}
+
+/* True when b's first bytes (link and mark) lie in a page of s purged
+ * while s was abandoned: b was free then, and is off the free list. */
+static inline bool xa_slab_block_withheld(const struct xa_slab *s, const void *b)
+{
+    uintptr_t page = ((uintptr_t)b - (uintptr_t)s->start) / XA_OS_PAGE;
+    return page < 32 &&
+           ((__atomic_load_n(&s->purged_pages, __ATOMIC_RELAXED) >> page) & 1u) != 0;
 }
 
 /* The XA_USED_SLOW bit a small slab with in_full byte v and count used

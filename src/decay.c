@@ -153,7 +153,8 @@ void xa_arena_maybe_decay(xa_arena *a, uint64_t now, unsigned path)
     /* Slabs kept warm for a next thread: freed when none came for a decay
      * step (their runs then wait decay_ms like any freed run). */
     uint64_t decay_ns = (uint64_t)xa_opt.decay_ms * 1000000u;
-    xa_slab_reclaim_abandoned(a, now, decay_ns / 4 > 1000000u ? decay_ns / 4 : 1000000u);
+    xa_slab_reclaim_abandoned(a, now, decay_ns / 4 > 1000000u ? decay_ns / 4 : 1000000u, decay_ns,
+                              path);
     xa_decay_run(a, now, false, path);
     xa_lock_release(&a->lock);
 }
@@ -163,7 +164,7 @@ size_t xa_arena_purge_all(xa_arena *a)
     xa_lock_acquire(&a->lock);
     uint64_t before = __atomic_load_n(&a->purged_bytes, __ATOMIC_RELAXED);
     uint64_t now = xa_os_now_ns();
-    xa_slab_reclaim_abandoned(a, now, 0);
+    xa_slab_reclaim_abandoned(a, now, 0, 0, XA_PURGE_TRIM);
     /* Forced purge also takes clean-but-never-queued dirty runs of
      * thp:always chunks: the operator asked for memory back now. */
     for (unsigned n = 1; n < XA_UNITS_PER_CHUNK; n++) {

@@ -306,40 +306,8 @@ static void drain_delayed(xa_heap *h)
  * (XA_SLAB_TRIM) and count here, so a mass free returns memory as it goes,
  * a purge covering many blocks. */
 #define TRIM_ALLOWANCE XA_HEAP_TRIM_ALLOWANCE
-#define TRIM_MARK 0x7472696d6d656421ULL /* "trimmed!" */
 /* Most free big-block bytes the free-time trim learns to leave alone. */
 #define TRIM_KEEP_MAX ((uint64_t)64 << 20)
-
-static inline uintptr_t trim_mark(const xa_block *b)
-{
-    return enc((uintptr_t)b) ^ TRIM_MARK;
-}
-
-/* Purges the whole pages of one free block that do not hold its first
- * three words (the link, the free mark, the trim mark) and marks it so the
- * owner's trim does not purge it again; a stale mark left by the program
- * only means a block is not trimmed. Blocks of the eight-per-doubling
- * classes are not page multiples: a page the block shares with its
- * neighbour (whose link it may hold) is never purged. */
-static size_t trim_block(xa_block *b, uint32_t block_size, unsigned path)
-{
-    uintptr_t *words = (uintptr_t *)b;
-    if (words[2] == trim_mark(b))
-        return 0;
-    uintptr_t first = XA_ALIGN_UP((uintptr_t)b + 3 * sizeof(uintptr_t), XA_OS_PAGE);
-    uintptr_t end = ((uintptr_t)b + block_size) & ~(uintptr_t)(XA_OS_PAGE - 1);
-    if (end <= first)
-        return 0;
-    size_t len = end - first;
-    xa_pages_purge((void *)first, len);
-    words[2] = trim_mark(b);
-    xa_arena *a = xa_chunk_of(b)->arena;
-    __atomic_fetch_add(&a->purged_by[path], len, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&a->purged_bytes, len, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&a->npurge, 1, __ATOMIC_RELAXED);
-    return len;
-}
-
 /* Bytes of the carved but free blocks of this heap's big-class slabs
  * (trimmed ones included: it is a bound, from the slab counters alone). */
 static uint64_t big_free_bytes(const xa_heap *h)
@@ -361,7 +329,7 @@ static uint64_t big_malloc_bytes(const xa_heap *h)
     return bytes;
 }
 
-/* Purges the free big blocks of this heap (trim_block), biggest classes
+/* Purges the free big blocks of this heap (xa_slab_trim_block), biggest classes
  * first, until at most keep bytes of free blocks are left as they are
  * (0: all). */
 static size_t trim_free_blocks(xa_heap *h, unsigned path, uint64_t keep)
@@ -380,7 +348,7 @@ static size_t trim_free_blocks(xa_heap *h, unsigned path, uint64_t keep)
             uint32_t limit = s->reserved;
             for (uintptr_t p = s->free; p && limit-- && seen < todo;
                  p = enc(((xa_block *)p)->next)) {
-                bytes += trim_block((xa_block *)p, s->block_size, path);
+                bytes += xa_slab_trim_block((xa_block *)p, s->block_size, path);
                 seen += s->block_size;
             }
         }
@@ -1115,7 +1083,7 @@ static XA_NOINLINE void remote_trim(xa_heap *h, xa_slab *s, xa_block *b)
 {
     if ((h->remote_trim_pending += s->block_size) > TRIM_ALLOWANCE &&
         !xa_chunk_huge_advised(xa_chunk_of(s)))
-        h->trimmed_bytes += trim_block(b, s->block_size, XA_PURGE_AT_FREE);
+        h->trimmed_bytes += xa_slab_trim_block(b, s->block_size, XA_PURGE_AT_FREE);
 }
 
 /* A block of a slab whose owner exited, freed by a thread of the slab's
@@ -1161,6 +1129,13 @@ void xa_heap_free_remote(xa_heap *h, xa_slab *s, xa_block *b)
     if (xa_unlikely(xa_block_marked_free(b)))
         xa_fatal("free(): double free of %p (%u-byte block, freed already by this or another "
                  "thread)",
+                 (void *)b, s->block_size);
+    /* A block whose page was purged while its slab was abandoned was free
+     * then: the purge erased its mark (every free of such a slab's blocks
+     * comes here, see xa_heap_keeps_remote). */
+    if (xa_unlikely(s->in_full & XA_SLAB_PAGES_PURGED) && xa_slab_block_withheld(s, b))
+        xa_fatal("free(): double free of %p (%u-byte block, freed already: its thread exited "
+                 "and its page was given back since)",
                  (void *)b, s->block_size);
     if (xa_unlikely(s->in_full & XA_SLAB_ABANDONED) && adopt_on_free(h, s)) {
         xa_heap_free_owned(h, s, b);

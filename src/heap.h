@@ -546,7 +546,8 @@ XA_FAST_PATH bool xa_heap_keeps_abandoned(const xa_heap *h, const xa_chunk *c, c
  * none's) in its foreign stack or outbox: a block of h's node (the test
  * that fails at once for a thread with no heap, keep_key 0, a consumer
  * that only frees), of a class with stacks, of a slab neither trimmed nor
- * abandoned but in another arena. */
+ * abandoned but in another arena (and not XA_SLAB_PAGES_PURGED: those
+ * frees are checked in xa_heap_free_remote). */
 XA_FAST_PATH bool xa_heap_keeps_remote(const xa_heap *h, const xa_chunk *c, const xa_slab *s)
 {
     return s->small.keep_key == h->keep_key && s->cls < XA_FOREIGN_CLASSES &&

@@ -48,6 +48,11 @@ static bool mark(struct ctx *x, const xa_slab *s, uintptr_t p, uint8_t *seen, co
         return false;
     }
     seen[i >> 3] |= (uint8_t)(1u << (i & 7));
+    if ((s->in_full & XA_SLAB_PAGES_PURGED) && xa_slab_block_withheld(s, (void *)p)) {
+        bad(x, "slab %p: %s list holds %p, in a page purged while abandoned", (void *)s, list,
+            (void *)p);
+        return false;
+    }
     return true;
 }
 
@@ -80,9 +85,12 @@ static void check_slab(struct ctx *x, xa_chunk *c, const xa_slab *s, bool lists)
     for (uintptr_t p = s->free; p; p = dec(((xa_block *)p)->next), nfree++)
         if (!mark(x, s, p, seen, "local"))
             return;
-    if (s->capacity - nfree != xa_slab_used(s))
-        bad(x, "slab %p: used %u, but capacity %u - %u free", (void *)s, xa_slab_used(s), s->capacity,
-            nfree);
+    uint32_t withheld = xa_slab_withheld(s);
+    if (s->capacity - nfree - withheld != xa_slab_used(s))
+        bad(x, "slab %p: used %u, but capacity %u - %u free - %u withheld", (void *)s,
+            xa_slab_used(s), s->capacity, nfree, withheld);
+    if ((s->in_full & XA_SLAB_PAGES_PURGED) && !(s->in_full & XA_SLAB_ABANDONED))
+        bad(x, "slab %p: pages purged but not abandoned", (void *)s);
     uintptr_t word = atomic_load_explicit(&s->thread_free, memory_order_acquire);
     uintptr_t tf = xa_tf_list(word);
     uint32_t n = 0;

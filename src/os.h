@@ -24,6 +24,9 @@ void xa_os_unmap(void *p, size_t size);
 int xa_os_purge_dontneed(void *p, size_t size);
 /* Gives the pages back lazily (MADV_FREE); contents undefined on reuse. */
 int xa_os_purge_free(void *p, size_t size);
+/* True when the page at p (page-aligned) is resident; true as well when
+ * the kernel cannot tell (the caller then acts as for a resident page). */
+bool xa_os_page_resident(const void *p);
 /* Transparent huge page advice for a range. */
 int xa_os_advise_hugepage(void *p, size_t size, bool huge);
 /* Asks the kernel to back a range with huge pages now (MADV_COLLAPSE,

@@ -108,6 +108,14 @@ int xa_os_purge_free(void *p, size_t size)
     return err;
 }
 
+bool xa_os_page_resident(const void *p)
+{
+    unsigned char v = 1;
+    if (mincore((void *)p, XA_OS_PAGE, &v) != 0)
+        return true;
+    return (v & 1) != 0;
+}
+
 int xa_os_advise_hugepage(void *p, size_t size, bool huge)
 {
     return advise(p, size, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);

@@ -22,9 +22,11 @@
 
 #include "heap.h"
 #include "invariant.h"
+#include "os.h"
 
 void *xa_test_malloc(size_t size);
 void xa_test_free(void *p);
+int xa_test_malloc_trim(size_t pad);
 
 static void assert_clean(void)
 {
@@ -34,6 +36,14 @@ static void assert_clean(void)
 }
 
 static xa_slab *slab_of(void *p) { return xa_run_of(xa_chunk_of(p), p); }
+
+static bool page_resident(const void *p)
+{
+    unsigned char v = 0;
+    void *page = (void *)((uintptr_t)p & ~(uintptr_t)4095);
+    ck_assert_int_eq(mincore(page, 4096, &v), 0);
+    return v & 1;
+}
 
 /* Remote frees in h's unsettled ring, yet to take effect. */
 static unsigned unsettled(xa_heap *h)
@@ -699,6 +709,266 @@ START_TEST(double_free_of_a_kept_abandoned_block_is_reported)
 }
 END_TEST
 
+/* ---- free pages of abandoned slabs ---- */
+
+/* A thread fills a 64-byte slab (16 pages), keeps every 256th block for
+ * the main thread and frees the rest, then exits: four live blocks hold
+ * the slab, and its pages hold free blocks only but for four. */
+enum { SPARSE_SIZE = 64, SPARSE_N = 1024, SPARSE_EVERY = 256 };
+struct sparse_slab {
+    void *keep[SPARSE_N / SPARSE_EVERY];
+    void *freed; /* a block the thread freed */
+};
+
+static void *allocate_sparse_and_exit(void *arg)
+{
+    struct sparse_slab *out = arg;
+    void *p[SPARSE_N];
+    for (int i = 0; i < SPARSE_N; i++) {
+        p[i] = xa_test_malloc(SPARSE_SIZE);
+        memset(p[i], 0xa5, SPARSE_SIZE);
+    }
+    for (int i = 0; i < SPARSE_N; i++) {
+        if (i % SPARSE_EVERY == 0)
+            out->keep[i / SPARSE_EVERY] = p[i];
+        else
+            xa_test_free(p[i]);
+    }
+    out->freed = p[SPARSE_EVERY / 2]; /* (mid-page between two kept blocks) */
+    return NULL;
+}
+
+/* Pages of s (bit per page) that hold a block of keep[]. */
+static uint32_t pages_of(const xa_slab *s, void *const *keep, int n)
+{
+    uint32_t m = 0;
+    for (int i = 0; i < n; i++) {
+        uintptr_t rel = (uintptr_t)keep[i] - (uintptr_t)s->start;
+        m |= 1u << (rel / 4096);
+        m |= 1u << ((rel + SPARSE_SIZE - 1) / 4096);
+    }
+    return m;
+}
+
+static xa_slab *sparse_abandoned(struct sparse_slab *sp)
+{
+    setenv("XALLOC_CONF", "arenas:1", 1);
+    xa_test_free(xa_test_malloc(SPARSE_SIZE * 3)); /* this thread's heap, another class */
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, allocate_sparse_and_exit, sp), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    xa_slab *s = slab_of(sp->keep[0]);
+    for (int i = 1; i < SPARSE_N / SPARSE_EVERY; i++)
+        ck_assert_ptr_eq(slab_of(sp->keep[i]), s);
+    ck_assert_ptr_null(s->heap);
+    ck_assert(s->in_full & XA_SLAB_ABANDONED);
+    ck_assert_uint_eq(s->capacity, SPARSE_N);
+    return s;
+}
+
+/* Its free pages are purged once it has stayed abandoned for decay_ms,
+ * not before; the live blocks' pages stay, whole. An adopter (the main
+ * thread's free of a live block) lists the withheld blocks again, and
+ * every block of the slab can be had and written. */
+START_TEST(abandoned_slab_free_pages_are_purged_after_decay)
+{
+    struct sparse_slab sp;
+    xa_slab *s = sparse_abandoned(&sp);
+    xa_arena *a = xa_chunk_of(s)->arena;
+    uint32_t live = pages_of(s, sp.keep, SPARSE_N / SPARSE_EVERY);
+    uint32_t all = (1u << (SPARSE_N * SPARSE_SIZE / 4096)) - 1;
+    uint64_t now = xa_os_now_ns();
+    xa_arena_maybe_decay(a, now + 1000, XA_PURGE_THREAD); /* too soon */
+    ck_assert(!(s->in_full & XA_SLAB_PAGES_PURGED));
+    for (unsigned pg = 0; pg < 16; pg++)
+        ck_assert(page_resident(s->start + pg * 4096));
+    uint64_t purged = a->purged_bytes;
+    xa_arena_maybe_decay(a, now + 10ull * 1000000000u, XA_PURGE_THREAD);
+    ck_assert(s->in_full & XA_SLAB_PAGES_PURGED);
+    ck_assert_uint_eq(s->purged_pages, all & ~live);
+    ck_assert_uint_ge(a->purged_bytes - purged,
+                      (uint64_t)__builtin_popcount(all & ~live) * 4096);
+    for (unsigned pg = 0; pg < 16; pg++)
+        ck_assert_int_eq(page_resident(s->start + pg * 4096), (live >> pg) & 1);
+    ck_assert_uint_eq(xa_slab_used(s), SPARSE_N / SPARSE_EVERY);
+    assert_clean();
+    for (int i = 0; i < SPARSE_N / SPARSE_EVERY; i++)
+        ck_assert_uint_eq(*(unsigned char *)sp.keep[i], 0xa5);
+    /* Adopted: nothing withheld any more. */
+    xa_test_free(sp.keep[0]);
+    ck_assert_ptr_eq(s->heap, xa_tls_heap);
+    ck_assert(!(s->in_full & (XA_SLAB_PAGES_PURGED | XA_SLAB_ABANDONED)));
+    ck_assert_uint_eq(xa_slab_withheld(s), 0);
+    assert_clean();
+    void **again = calloc(SPARSE_N, sizeof *again);
+    int in_s = 0;
+    for (int i = 0; i < SPARSE_N - 3; i++) {
+        again[i] = xa_test_malloc(SPARSE_SIZE);
+        memset(again[i], 0x3c, SPARSE_SIZE);
+        in_s += slab_of(again[i]) == s;
+    }
+    ck_assert_int_eq(in_s, SPARSE_N - 3); /* every free block of s came back */
+    assert_clean();
+    for (int i = 0; i < SPARSE_N - 3; i++)
+        xa_test_free(again[i]);
+    for (int i = 1; i < SPARSE_N / SPARSE_EVERY; i++)
+        xa_test_free(sp.keep[i]);
+    free(again);
+    assert_clean();
+}
+END_TEST
+
+/* malloc_trim's path purges them at once; a later remote free of a live
+ * block is an ordinary one. */
+START_TEST(forced_purge_takes_abandoned_slab_free_pages)
+{
+    struct sparse_slab sp;
+    xa_slab *s = sparse_abandoned(&sp);
+    uint32_t live = pages_of(s, sp.keep, SPARSE_N / SPARSE_EVERY);
+    xa_arena_purge_all(xa_chunk_of(s)->arena);
+    ck_assert(s->in_full & XA_SLAB_PAGES_PURGED);
+    ck_assert_uint_eq(s->purged_pages & live, 0);
+    ck_assert_uint_gt(xa_slab_withheld(s), SPARSE_N / 2);
+    assert_clean();
+    for (int i = 0; i < SPARSE_N / SPARSE_EVERY; i++)
+        xa_test_free(sp.keep[i]);
+    assert_clean();
+}
+END_TEST
+
+/* The purge erased the free mark of the blocks in its pages: a second
+ * free of one is still reported. */
+START_TEST(double_free_of_a_withheld_block_is_reported)
+{
+    struct sparse_slab sp;
+    xa_slab *s = sparse_abandoned(&sp);
+    xa_arena_purge_all(xa_chunk_of(s)->arena);
+    ck_assert(xa_slab_block_withheld(s, sp.freed));
+    xa_test_free(sp.freed);
+}
+END_TEST
+
+/* Big blocks (pages of their own): a thread fills a 40 KiB slab, keeps one
+ * block for the main thread and frees the rest, then exits. A forced
+ * purge leaves of each free block only the page of its first words. */
+enum { BIG_SIZE = 40960 };
+static void *allocate_big_and_exit(void *arg)
+{
+    void **keep = arg;
+    unsigned cls = xa_size_class(BIG_SIZE);
+    uint32_t n = xa_classes[cls].blocks;
+    void *p[64];
+    ck_assert_uint_le(n, 64);
+    for (uint32_t i = 0; i < n; i++) {
+        p[i] = xa_test_malloc(BIG_SIZE);
+        memset(p[i], 0x5c, BIG_SIZE);
+    }
+    keep[0] = p[0];
+    for (uint32_t i = 1; i < n; i++)
+        xa_test_free(p[i]);
+    return NULL;
+}
+
+static unsigned resident_pages(const void *p, size_t len)
+{
+    unsigned n = 0;
+    for (size_t off = 0; off < len; off += 4096)
+        n += page_resident((const char *)p + off);
+    return n;
+}
+
+START_TEST(abandoned_big_slab_free_blocks_are_trimmed)
+{
+    setenv("XALLOC_CONF", "arenas:1", 1);
+    xa_test_free(xa_test_malloc(100));
+    void *keep[1];
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, allocate_big_and_exit, keep), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    xa_slab *s = slab_of(keep[0]);
+    ck_assert(s->in_full & XA_SLAB_ABANDONED);
+    uint32_t n = s->capacity;
+    size_t slab_bytes = (size_t)s->units << XA_UNIT_SHIFT;
+    ck_assert_uint_ge(resident_pages(s->start, slab_bytes), n * (BIG_SIZE / 4096));
+    xa_arena_purge_all(xa_chunk_of(s)->arena);
+    /* The kept block whole (10 pages, 11 when it straddles), and one
+     * page per free block. */
+    ck_assert_uint_le(resident_pages(s->start, slab_bytes), BIG_SIZE / 4096 + 1 + (n - 1));
+    ck_assert_uint_eq(resident_pages(keep[0], BIG_SIZE), BIG_SIZE / 4096);
+    ck_assert_uint_eq(((unsigned char *)keep[0])[BIG_SIZE - 1], 0x5c);
+    assert_clean();
+    xa_test_free(keep[0]);
+    assert_clean();
+}
+END_TEST
+
+/* malloc clears a block's first two words, not the trim mark in the third:
+ * a trimmed block handed out and freed again (its pages written, the
+ * third word not) is trimmed again. */
+START_TEST(reused_big_block_is_trimmed_again)
+{
+    void *p = xa_test_malloc(BIG_SIZE), *q = xa_test_malloc(BIG_SIZE);
+    memset(p, 1, BIG_SIZE);
+    xa_test_free(p);
+    xa_test_malloc_trim(0);
+    ck_assert_uint_le(resident_pages(p, BIG_SIZE), 2);
+    void *again = xa_test_malloc(BIG_SIZE);
+    ck_assert_ptr_eq(again, p);
+    memset((char *)p + 4096, 2, BIG_SIZE - 4096); /* not the first page */
+    ck_assert_uint_ge(resident_pages(p, BIG_SIZE), BIG_SIZE / 4096 - 1);
+    xa_test_free(p);
+    xa_test_malloc_trim(0);
+    ck_assert_uint_le(resident_pages(p, BIG_SIZE), 2);
+    xa_test_free(q);
+    assert_clean();
+}
+END_TEST
+
+/* A slab made from a run still resident from its last use (a large block
+ * freed by a thread that exited) carves into those pages as it goes; once
+ * abandoned, the pages past its carved blocks are purged too. */
+static void *large_and_exit(void *arg)
+{
+    (void)arg;
+    void *big = xa_test_malloc(20 * 65536 - 4096); /* a large run */
+    memset(big, 7, 20 * 65536 - 4096);
+    xa_test_free(big);
+    return NULL;
+}
+
+static void *few_small_and_exit(void *arg)
+{
+    void **keep = arg;
+    keep[0] = xa_test_malloc(SPARSE_SIZE); /* one block carved: the slab's first page */
+    return NULL;
+}
+
+START_TEST(abandoned_slab_uncarved_tail_is_purged)
+{
+    setenv("XALLOC_CONF", "arenas:1", 1);
+    xa_test_free(xa_test_malloc(100));
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, large_and_exit, NULL), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    void *keep[1];
+    ck_assert_int_eq(pthread_create(&t, NULL, few_small_and_exit, keep), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    xa_slab *s = slab_of(keep[0]);
+    ck_assert(s->in_full & XA_SLAB_ABANDONED);
+    uintptr_t carved_end = XA_ALIGN_UP((uintptr_t)s->start + (uintptr_t)s->capacity * s->block_size, 4096);
+    size_t tail = (uintptr_t)s->start + ((size_t)s->units << XA_UNIT_SHIFT) - carved_end;
+    ck_assert_uint_gt(tail, 0);
+    /* (The run came from the large block's resident pages.) */
+    ck_assert_uint_eq(resident_pages((void *)carved_end, tail), tail / 4096);
+    xa_arena_purge_all(xa_chunk_of(s)->arena);
+    ck_assert_uint_eq(resident_pages((void *)carved_end, tail), 0);
+    ck_assert(page_resident(keep[0]));
+    assert_clean();
+    xa_test_free(keep[0]);
+    assert_clean();
+}
+END_TEST
+
 /* A thread per request: the slabs an exiting thread leaves empty are kept
  * as they are (carved, resident) for the arena's next thread, at most
  * XA_WARM_SLABS per class, and freed when no thread took them within a
@@ -1127,14 +1397,6 @@ static void *idle_worker_main(void *arg)
     return NULL;
 }
 
-static bool page_resident(const void *p)
-{
-    unsigned char v = 0;
-    void *page = (void *)((uintptr_t)p & ~(uintptr_t)4095);
-    ck_assert_int_eq(mincore(page, 4096, &v), 0);
-    return v & 1;
-}
-
 static void idle_worker_start(struct idle_worker *w, pthread_t *t, int extra_use)
 {
     memset(w, 0, sizeof *w);
@@ -1431,6 +1693,12 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, abandoned_slab_is_adopted_by_a_freeing_thread);
     tcase_add_test(tc, abandoned_slab_of_another_arena_is_kept_like_a_remote_block);
     tcase_add_test_raise_signal(tc, double_free_of_a_kept_abandoned_block_is_reported, SIGABRT);
+    tcase_add_test(tc, abandoned_slab_free_pages_are_purged_after_decay);
+    tcase_add_test(tc, forced_purge_takes_abandoned_slab_free_pages);
+    tcase_add_test_raise_signal(tc, double_free_of_a_withheld_block_is_reported, SIGABRT);
+    tcase_add_test(tc, abandoned_big_slab_free_blocks_are_trimmed);
+    tcase_add_test(tc, reused_big_block_is_trimmed_again);
+    tcase_add_test(tc, abandoned_slab_uncarved_tail_is_purged);
     tcase_add_test(tc, exited_thread_empty_slab_is_kept_for_the_next_thread);
     tcase_add_loop_test(tc, no_warm_slab_with_decay_0_or_tcache_off, 0, 2);
     tcase_add_test(tc, trim_spares_pages_shared_with_neighbours);
