@@ -1509,10 +1509,10 @@ bool xa_heaps_decay_caches(uint64_t now)
  * reclaiming == 0. Owner code that changes cur[] or the lists outside
  * malloc (xa_heap_owner_enter) waits the same way; a heap busy at the
  * barrier is left as it was. A free makes its slab current without
- * either (it is the fast path), but only while blocks of the slab stay
- * out, and the purger reads cur[] again after the slab's count: the
- * count shows the free that emptied the slab, so any free that made it
- * current before that is seen too. A class counts as idle when its malloc and
+ * either (it is the fast path), so the purger reads the class's counters
+ * once more after the slab's count: the free that emptied the slab
+ * counted itself before its decrement, and any later free or malloc of
+ * the slab comes after that one. A class counts as idle when its malloc and
  * free counts did not move between two looks, so a thread's working set
  * is never taken from under it. */
 
@@ -1553,15 +1553,30 @@ static bool reclaim_barrier_register(void)
     return ok;
 }
 
+/* Mallocs and frees of class cls so far (low 32 bits). */
+static inline uint32_t class_moves_raw(const xa_heap *h, unsigned cls)
+{
+    return (uint32_t)(__atomic_load_n(&h->nmalloc[cls], __ATOMIC_RELAXED) +
+                      __atomic_load_n(&h->nfree[cls], __ATOMIC_RELAXED));
+}
+
 static inline uint16_t class_moves(const xa_heap *h, unsigned cls)
 {
-    uint32_t m = (uint32_t)(__atomic_load_n(&h->nmalloc[cls], __ATOMIC_RELAXED) +
-                            __atomic_load_n(&h->nfree[cls], __ATOMIC_RELAXED));
+    uint32_t m = class_moves_raw(h, cls);
     /* Folded to 16 bits (the heap's fields fit one page): a busy class
      * seen as idle by a collision only loses its empty slab's pages, the
      * handshake keeps it safe. */
     return (uint16_t)(m ^ (m >> 16));
 }
+
+#ifdef XA_TEST
+/* Unit tests run owner code here (0: after the handshake, before the
+ * slab's count; 1: after it), as an owner thread could. */
+void (*xa_test_reclaim_window)(int point);
+#define RECLAIM_WINDOW(point)                                                                  do {                                                                                           if (xa_test_reclaim_window)                                                                    xa_test_reclaim_window(point);                                                     } while (0)
+#else
+#define RECLAIM_WINDOW(point) ((void)0)
+#endif
 
 /* s (examined after the handshake) has no block out (none pending in its
  * remote list either), and its chunk is not promoted to huge pages (a
@@ -1662,15 +1677,20 @@ static size_t reclaim_pass(bool force, bool *moved, bool *pending, bool *more)
         } else if (s && __atomic_load_n(&h->cur[cls], __ATOMIC_ACQUIRE) == &xa_slab_reclaiming) {
             /* Checked again now that the owner's stores are visible: a
              * malloc or free of the class since the look keeps the slab. */
-            if (s->kind == XA_RUN_SMALL && s->heap == h && class_moves(h, cls) == cand[i].moves) {
-                /* cur[] once more after the count: a free that left
-                 * blocks out may have made s current again since the
-                 * look above (frees do not wait for the purger), and a
-                 * malloc then took a block of s. Such a free comes before
-                 * the one that emptied s, which the count shows, so the
-                 * sentinel still in place means no malloc can reach s. */
-                if (s->capacity && slab_reclaimable(s) &&
-                    __atomic_load_n(&h->cur[cls], __ATOMIC_ACQUIRE) == &xa_slab_reclaiming) {
+            uint32_t moves = class_moves_raw(h, cls);
+            if (s->kind == XA_RUN_SMALL && s->heap == h &&
+                (uint16_t)(moves ^ (moves >> 16)) == cand[i].moves) {
+                RECLAIM_WINDOW(0);
+                bool empty = s->capacity && slab_reclaimable(s);
+                RECLAIM_WINDOW(1);
+                /* The counters once more after the count: frees do not
+                 * wait for the purger, and one that emptied s since the
+                 * look above also made it current again (the sentinel
+                 * gone), so a malloc may be taking a block of s now. That
+                 * free counted itself before the decrement the count
+                 * shows, and any later free or malloc of s comes after
+                 * it (no block of s was out). */
+                if (empty && class_moves_raw(h, cls) == moves) {
                     size_t got = reclaim_slab(s);
                     __atomic_fetch_add(&h->reclaimed_bytes, got, __ATOMIC_RELAXED);
                     bytes += got;

@@ -253,6 +253,11 @@ extern xa_slab xa_slab_empty;
 /* cur[cls] for a moment while the purger reclaims the class's current
  * slab; see heap.c. */
 extern xa_slab xa_slab_reclaiming;
+#ifdef XA_TEST
+/* Called by the idle reclaim at two points of its look at a slab (see
+ * heap.c), for unit tests to run owner code in between. */
+extern void (*xa_test_reclaim_window)(int point);
+#endif
 extern __thread xa_heap *xa_tls_heap __attribute__((tls_model("initial-exec")));
 
 /* ---- slow paths (heap.c) ---- */
@@ -352,9 +357,9 @@ static inline void xa_heap_owner_leave(xa_heap *h, uint32_t prev)
  * purger's acquire load of busy pairs with. Nothing in other builds.
  * XA_USED_INC: malloc's count of a slab's blocks out. The purger reads
  * the count of a slab that a racing free may have made current again
- * (and a malloc then counted into) and drops what it read when it finds
- * cur[] changed after the read (see reclaim_pass): a plain increment on
- * x86, a relaxed atomic one for TSan, which cannot know the value is
+ * (and a malloc then counted into) and drops what it read when the
+ * class's counters moved meanwhile (see reclaim_pass): a plain increment
+ * on x86, a relaxed atomic one for TSan, which cannot know the value is
  * dropped. */
 #if defined(__SANITIZE_THREAD__)
 #define XA_TSAN_BUILD 1
@@ -486,6 +491,9 @@ XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
     b->next = s->free ^ xa_heap_secret;
     b->mark = mark;
     s->free = (uintptr_t)b;
+    /* Counted before the decrement: the purger reads the count of a slab
+     * it may reset, then this counter, and drops the slab if a free (which
+     * may have made it current again, its sentinel gone) came meanwhile. */
     h->nfree[cls]++;
     XA_TSAN_PUBLISH(h);
     /* One test for "now empty" and "flagged" (XA_USED_SLOW). A slab the
@@ -513,13 +521,8 @@ XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
      * slab's next block may be cold (ovsdb update, larson: frees spread
      * over many slabs of a big working set). Any slab in the class list
      * may be current; only the list's head is kept when it empties.
-     * Only while blocks of s stay out: the free that empties the head
-     * (left as it is) must not undo the purger's sentinel, or the next
-     * malloc would pop from a slab the purger is resetting. One that
-     * leaves blocks out comes before the free that empties s, so the
-     * purger, which reads the count and then cur[] again, sees it. */
-    if (s->used & ~XA_USED_FLAGS)
-        __atomic_store_n(&h->cur[cls], s, __ATOMIC_RELAXED);
+     * (This store may undo the idle reclaim's sentinel: see nfree.) */
+    __atomic_store_n(&h->cur[cls], s, __ATOMIC_RELAXED);
 }
 
 /* Keeps b (marked free already) in foreign stack f, which holds n blocks

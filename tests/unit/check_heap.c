@@ -1510,31 +1510,45 @@ static unsigned char *reclaimed_block(void)
     return p[N - 1];
 }
 
-/* The purger swaps the sentinel into cur[] and then counts the slab's
- * blocks; frees do not wait for it. A free that leaves blocks of its slab
- * out makes the slab current (the purger reads cur[] again after the
- * count and sees it); the free that empties the head slab leaves the
- * sentinel, else a malloc could pop from the slab while it is reset. */
-START_TEST(free_that_empties_the_slab_keeps_the_reclaim_sentinel)
+/* Frees do not wait for the purger: one that empties the slab the purger
+ * is about to reset makes it current again, and the owner's next malloc
+ * takes a block of it. The purger, which reads the class's counters once
+ * more after the slab's count, leaves that slab alone. */
+static void *window_block[2];
+static unsigned char *window_taken;
+
+static void reclaim_window_owner(int point)
+{
+    if (point == 0) {
+        xa_test_free(window_block[1]); /* the slab is empty, and current again */
+    } else {
+        window_taken = xa_test_malloc(IR_SIZE);
+        memset(window_taken, 0x77, IR_SIZE);
+    }
+}
+
+START_TEST(free_and_malloc_in_the_reclaim_window_keep_the_slab)
 {
     unsigned cls = xa_size_class(IR_SIZE);
-    void *a = xa_test_malloc(IR_SIZE), *b = xa_test_malloc(IR_SIZE);
+    window_block[0] = xa_test_malloc(IR_SIZE);
+    window_block[1] = xa_test_malloc(IR_SIZE);
+    xa_slab *s = slab_of(window_block[0]);
     xa_heap *h = xa_tls_heap;
-    xa_slab *s = h->cur[cls];
-    ck_assert_ptr_eq(slab_of(a), s);
-    ck_assert_ptr_eq(slab_of(b), s);
-    ck_assert_ptr_eq(h->avail[cls], s); /* the head: kept when it empties */
-    h->cur[cls] = &xa_slab_reclaiming;
-    xa_test_free(a); /* b still out */
+    ck_assert_ptr_eq(slab_of(window_block[1]), s);
     ck_assert_ptr_eq(h->cur[cls], s);
-    h->cur[cls] = &xa_slab_reclaiming;
-    xa_test_free(b); /* s empty */
-    ck_assert_ptr_eq(h->cur[cls], &xa_slab_reclaiming);
-    ck_assert_uint_eq(xa_slab_used(s), 0);
-    h->cur[cls] = s; /* as the purger puts it back */
-    void *c = xa_test_malloc(IR_SIZE);
-    ck_assert_ptr_eq(slab_of(c), s);
-    xa_test_free(c);
+    xa_test_free(window_block[0]);
+    uint32_t capacity = s->capacity;
+    xa_test_reclaim_window = reclaim_window_owner;
+    xa_heaps_reclaim_idle(0, true); /* this thread's heap too: it is not in malloc */
+    xa_test_reclaim_window = NULL;
+    ck_assert_ptr_nonnull(window_taken);
+    ck_assert_ptr_eq(slab_of(window_taken), s);
+    ck_assert_uint_eq(s->capacity, capacity); /* not reset */
+    ck_assert_uint_eq(xa_slab_used(s), 1);
+    ck_assert_ptr_eq(h->cur[cls], s);
+    for (int k = 0; k < IR_SIZE; k++)
+        ck_assert_uint_eq(window_taken[k], 0x77);
+    xa_test_free(window_taken);
     assert_clean();
 }
 END_TEST
@@ -1709,7 +1723,7 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, idle_thread_slab_pages_are_reclaimed_and_reused);
     tcase_add_test(tc, class_used_between_looks_is_not_reclaimed);
     tcase_add_test(tc, forced_reclaim_takes_empty_slabs_only);
-    tcase_add_test(tc, free_that_empties_the_slab_keeps_the_reclaim_sentinel);
+    tcase_add_test(tc, free_and_malloc_in_the_reclaim_window_keep_the_slab);
     tcase_add_test_raise_signal(tc, double_free_after_reclaim_is_reported, SIGABRT);
     tcase_add_test_raise_signal(tc, double_free_past_recarved_pages_is_reported, SIGABRT);
     suite_add_tcase(s, tc);
