@@ -56,6 +56,10 @@ typedef struct xa_arena {
     xa_slab *abandoned[XA_NCLASSES];  /* slabs of exited threads */
     uint16_t warm_slabs[XA_NCLASSES]; /* of them, kept empty (xa_arena_slab_keep) */
     uint64_t warm_bytes;              /* their runs' bytes (lock; read as a hint) */
+    /* Of the others (blocks still out), those whose free pages are yet to
+     * be purged (freed_ns set): the purger comes back for them (lock;
+     * read as a hint). */
+    uint32_t trim_due_slabs;
     xa_chunk *chunks;                 /* chunks of runs */
     xa_chunk *huge_live;              /* live huge blocks */
     xa_chunk *huge_cache;             /* freed huge mappings kept for reuse */

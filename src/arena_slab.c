@@ -99,14 +99,28 @@ static void abandon_locked(xa_arena *a, xa_slab *s)
     a->abandoned[s->cls] = s;
 }
 
+/* Sets when abandoned slab s (not warm) last got blocks back, or 0 once
+ * its free pages are purged, and counts the slabs due. Pre: arena lock. */
+static void set_trim_due(xa_arena *a, xa_slab *s, uint64_t ns)
+{
+    if ((s->freed_ns != 0) != (ns != 0))
+        __atomic_store_n(&a->trim_due_slabs, a->trim_due_slabs + (ns ? 1u : (uint32_t)-1),
+                         __ATOMIC_RELAXED);
+    s->freed_ns = ns;
+}
+
 void xa_arena_slab_abandon(xa_chunk *c, xa_slab *s)
 {
     xa_arena *a = c->arena;
     uint64_t now = xa_os_now_ns();
     xa_lock_acquire(&a->lock);
-    s->freed_ns = now; /* its free pages are purged decay_ms from now */
     abandon_locked(a, s);
+    set_trim_due(a, s, now); /* its free pages are purged decay_ms from now */
     xa_lock_release(&a->lock);
+    /* The purger must come back for it: the process may not call the
+     * allocator again. */
+    if (!__atomic_load_n(&xa_arena_dirty_pending, __ATOMIC_RELAXED))
+        __atomic_store_n(&xa_arena_dirty_pending, true, __ATOMIC_RELAXED);
 }
 
 bool xa_arena_slab_keep(xa_chunk *c, xa_slab *s)
@@ -159,15 +173,18 @@ uint32_t xa_slab_collect(xa_slab *s)
     return n;
 }
 
+static void set_trim_due(xa_arena *a, xa_slab *s, uint64_t ns);
+
 static void abandoned_unlink(xa_arena *a, xa_slab *s)
 {
     if (s->warm) {
         s->warm = 0;
+        s->freed_ns = 0;
         a->warm_slabs[s->cls]--;
         __atomic_store_n(&a->warm_bytes, a->warm_bytes - ((uint64_t)s->units << XA_UNIT_SHIFT),
                          __ATOMIC_RELAXED);
     }
-    s->freed_ns = 0;
+    set_trim_due(a, s, 0);
     if (s->prev)
         s->prev->next = s->next;
     else
@@ -405,11 +422,11 @@ size_t xa_slab_reclaim_abandoned(xa_arena *a, uint64_t now, uint64_t warm_age_ns
                 /* Looked at once its blocks stop coming back for a while,
                  * and again after more came. */
                 if (got)
-                    s->freed_ns = now;
+                    set_trim_due(a, s, now);
                 if (s->freed_ns && now - s->freed_ns >= trim_age_ns) {
                     slab_tail_trim(a, s, path);
                     slab_page_trim(a, s, path);
-                    s->freed_ns = 0;
+                    set_trim_due(a, s, 0);
                 }
             }
             s = next;

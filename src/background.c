@@ -24,7 +24,8 @@ uint64_t xa_background_pass(uint64_t now)
         xa_arena_maybe_decay(a, now, XA_PURGE_THREAD);
         if (__atomic_load_n(&a->dirty_units, __ATOMIC_RELAXED) ||
             __atomic_load_n(&a->huge_cache_count, __ATOMIC_RELAXED) ||
-            __atomic_load_n(&a->warm_bytes, __ATOMIC_RELAXED)) {
+            __atomic_load_n(&a->warm_bytes, __ATOMIC_RELAXED) ||
+            __atomic_load_n(&a->trim_due_slabs, __ATOMIC_RELAXED)) {
             uint64_t due = __atomic_load_n(&a->next_decay_ns, __ATOMIC_RELAXED);
             uint64_t wait = due > now ? due - now : 0;
             if (wait < next)

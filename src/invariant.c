@@ -236,9 +236,11 @@ static void check_arena(struct ctx *x, xa_arena *a)
     for (xa_slab *s = a->dirty_head; s && n < WALK_LIMIT; s = s->dnext, n++)
         if (s->kind != XA_RUN_FREE || !s->in_dirty_list || !s->dirty)
             bad(x, "arena %u: dirty list holds run %p (kind %u)", a->index, (void *)s, s->kind);
+    uint32_t trim_due = 0;
     for (unsigned cls = 0; cls < XA_NCLASSES; cls++) {
         unsigned warm = 0;
         for (xa_slab *s = a->abandoned[cls]; s; s = s->next) {
+            trim_due += !s->warm && s->freed_ns;
             if (s->kind != XA_RUN_SMALL || s->cls != cls || s->heap ||
                 !(s->in_full & XA_SLAB_ABANDONED))
                 bad(x, "arena %u: abandoned list %u holds %p", a->index, cls, (void *)s);
@@ -256,6 +258,9 @@ static void check_arena(struct ctx *x, xa_arena *a)
             bad(x, "arena %u: class %u keeps %u warm slabs, its count says %u", a->index, cls,
                 warm, a->warm_slabs[cls]);
     }
+    if (trim_due != a->trim_due_slabs)
+        bad(x, "arena %u: %u abandoned slabs due a page trim, its count says %u", a->index,
+            trim_due, a->trim_due_slabs);
     check_huge_list(x, a, a->huge_live, a->huge_count, true);
     check_huge_list(x, a, a->huge_cache, a->huge_cache_count, false);
 }

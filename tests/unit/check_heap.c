@@ -778,13 +778,17 @@ START_TEST(abandoned_slab_free_pages_are_purged_after_decay)
     uint32_t live = pages_of(s, sp.keep, SPARSE_N / SPARSE_EVERY);
     uint32_t all = (1u << (SPARSE_N * SPARSE_SIZE / 4096)) - 1;
     uint64_t now = xa_os_now_ns();
+    /* Counted as due, so the purger comes back for it. */
+    ck_assert_uint_eq(a->trim_due_slabs, 1);
     xa_arena_maybe_decay(a, now + 1000, XA_PURGE_THREAD); /* too soon */
     ck_assert(!(s->in_full & XA_SLAB_PAGES_PURGED));
+    ck_assert_uint_eq(a->trim_due_slabs, 1);
     for (unsigned pg = 0; pg < 16; pg++)
         ck_assert(page_resident(s->start + pg * 4096));
     uint64_t purged = a->purged_bytes;
     xa_arena_maybe_decay(a, now + 10ull * 1000000000u, XA_PURGE_THREAD);
     ck_assert(s->in_full & XA_SLAB_PAGES_PURGED);
+    ck_assert_uint_eq(a->trim_due_slabs, 0);
     ck_assert_uint_eq(s->purged_pages, all & ~live);
     ck_assert_uint_ge(a->purged_bytes - purged,
                       (uint64_t)__builtin_popcount(all & ~live) * 4096);

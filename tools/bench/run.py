@@ -352,6 +352,14 @@ def build_cases(p: dict) -> list[Case]:
                       ["mode=service", "threads=32", "pause_ms=1000"],
                       metric="rss_parked_kb", unit="kB RSS parked",
                       details=["secs", "rss_parked_kb", "anon_huge_kb"]))
+    # threads that exit holding blocks they handed to others (a request's
+    # result kept by the dispatcher): what their pages cost once idle
+    cases.append(Case("threads exit after handing off t8", "memphase", "memphase",
+                      ["mode=handoff", "threads=8", f"total={total}",
+                       f"pause_ms={p['pause_ms']}"],
+                      metric="rss_idle_kb", unit="kB RSS after idle",
+                      details=["secs", "live_kb", "rss_peak_kb", "rss_afterexit_kb",
+                               "rss_idle_kb"]))
     cases.append(Case("realloc-grow", "realloc", "realloc_grow",
                       ["builders=8", "target=256k", "append=128", f"rounds={n(100 * s)}"],
                       details=["ns_per_op"]))

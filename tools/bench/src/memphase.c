@@ -12,6 +12,14 @@
  *   mode=service   `threads` threads each keeping a few hundred KiB live in
  *                  small blocks with sparse frees, then parked: RSS and
  *                  AnonHugePages while parked.
+ *   mode=handoff   four waves of `threads` short-lived threads; each
+ *                  allocates total/(4 threads) bytes of 16 B-4 KiB blocks
+ *                  (a tenth 16-64 KiB) through a window of 2048 live ones
+ *                  (a request's working set), hands every 32nd block to
+ *                  the main thread, frees the rest and exits: RSS right
+ *                  after the last wave, and after `pause_ms` with no
+ *                  allocator call (the exited threads' pages that only a
+ *                  few handed blocks keep).
  * Time is the allocation-and-free phase. Pointer arrays are mmap'ed so
  * they do not go through the allocator under test. */
 #include "bench.h"
@@ -173,6 +181,74 @@ static void run_service(uint64_t pause_ms)
     bench_result_end();
 }
 
+enum { HANDOFF_WAVES = 4, HANDOFF_EVERY = 32, HANDOFF_WINDOW = 2048 };
+static char **handed;
+static uint32_t *handed_size;
+static uint64_t handoff_bytes, handoff_slots;
+
+static void *handoff_thread(void *arg)
+{
+    uint64_t t = (uint64_t)(uintptr_t)arg, rng = 0x2545f4914f6cdd1dULL * (t + 1);
+    uint64_t made = 0, n = 0, slot = t * handoff_slots;
+    char *window[HANDOFF_WINDOW] = {0};
+    while (made < handoff_bytes) {
+        uint64_t r = bench_rand(&rng);
+        size_t s = r % 10 ? bench_rand_logsize(&rng, 16, 4096)
+                          : (size_t)16384 + (size_t)(r >> 8) % 49152;
+        char *p = malloc(s);
+        bench_touch_pages(p, s);
+        made += s;
+        if (++n % HANDOFF_EVERY == 0 && slot < (t + 1) * handoff_slots) {
+            handed[slot] = p;
+            handed_size[slot++] = (uint32_t)s;
+        } else {
+            char **w = &window[n % HANDOFF_WINDOW];
+            free(*w);
+            *w = p;
+        }
+    }
+    for (int i = 0; i < HANDOFF_WINDOW; i++)
+        free(window[i]);
+    return NULL;
+}
+
+static void run_handoff(uint64_t total, uint64_t pause_ms)
+{
+    uint64_t nworkers = nthreads * HANDOFF_WAVES;
+    handoff_bytes = total / nworkers;
+    /* (Blocks average about 4 KiB: room for every 32nd, with margin.) */
+    handoff_slots = handoff_bytes / 512 / HANDOFF_EVERY + 16;
+    handed = map_array(nworkers * handoff_slots * sizeof *handed);
+    handed_size = map_array(nworkers * handoff_slots * sizeof *handed_size);
+    pthread_t tid[64];
+    double t0 = bench_now();
+    for (uint64_t w = 0; w < HANDOFF_WAVES; w++) {
+        for (uint64_t t = 0; t < nthreads; t++)
+            pthread_create(&tid[t], NULL, handoff_thread, (void *)(uintptr_t)(w * nthreads + t));
+        for (uint64_t t = 0; t < nthreads; t++)
+            pthread_join(tid[t], NULL);
+    }
+    double secs = bench_now() - t0;
+    long after = bench_status_kb("VmRSS");
+    usleep((useconds_t)pause_ms * 1000);
+    long idle = bench_status_kb("VmRSS");
+    uint64_t live = 0, blocks = 0;
+    for (uint64_t i = 0; i < nworkers * handoff_slots; i++)
+        if (handed[i]) {
+            live += handed_size[i];
+            blocks++;
+        }
+    bench_result_begin("memphase");
+    bench_kv_str("mode", "handoff");
+    bench_kv_f("secs", secs);
+    bench_kv_u64("live_kb", live / 1024);
+    bench_kv_u64("live_blocks", blocks);
+    bench_kv_u64("rss_peak_kb", (uint64_t)bench_status_kb("VmHWM"));
+    bench_kv_u64("rss_afterexit_kb", (uint64_t)after);
+    bench_kv_u64("rss_idle_kb", (uint64_t)idle);
+    bench_result_end();
+}
+
 int main(int argc, char **argv)
 {
     bench_args(argc, argv, "memphase mode=massfree threads=8 total=384M pause_ms=1500");
@@ -191,8 +267,10 @@ int main(int argc, char **argv)
         run_idle(total, pause_ms);
     else if (!strcmp(mode, "service"))
         run_service(pause_ms);
+    else if (!strcmp(mode, "handoff"))
+        run_handoff(total, pause_ms);
     else {
-        fprintf(stderr, "memphase: mode is massfree, idle or service\n");
+        fprintf(stderr, "memphase: mode is massfree, idle, service or handoff\n");
         return 2;
     }
     return 0;
