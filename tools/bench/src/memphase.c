@@ -41,6 +41,24 @@ static void *map_array(size_t bytes)
     return p;
 }
 
+/* Runs n threads of fn, with arguments first..first+n-1, to their end. */
+static void run_threads(void *(*fn)(void *), uint64_t first, uint64_t n)
+{
+    pthread_t tid[64];
+    for (uint64_t t = 0; t < n; t++)
+        pthread_create(&tid[t], NULL, fn, (void *)(uintptr_t)(first + t));
+    for (uint64_t t = 0; t < n; t++)
+        pthread_join(tid[t], NULL);
+}
+
+/* VmRSS now, and after pause_ms with no allocator call. */
+static void rss_now_and_idle(uint64_t pause_ms, long *now, long *idle)
+{
+    *now = bench_status_kb("VmRSS");
+    usleep((useconds_t)pause_ms * 1000);
+    *idle = bench_status_kb("VmRSS");
+}
+
 static char **blk;
 static uint32_t *blk_size;
 static uint64_t per_thread, nthreads;
@@ -73,16 +91,11 @@ static void run_massfree(uint64_t total, uint64_t pause_ms)
     blk = map_array(per_thread * nthreads * sizeof *blk);
     blk_size = map_array(per_thread * nthreads * sizeof *blk_size);
     pthread_barrier_init(&barrier, NULL, (unsigned)nthreads);
-    pthread_t tid[64];
     double t0 = bench_now();
-    for (uint64_t t = 0; t < nthreads; t++)
-        pthread_create(&tid[t], NULL, massfree_thread, (void *)(uintptr_t)t);
-    for (uint64_t t = 0; t < nthreads; t++)
-        pthread_join(tid[t], NULL);
+    run_threads(massfree_thread, 0, nthreads);
     double secs = bench_now() - t0;
-    long after = bench_status_kb("VmRSS");
-    usleep((useconds_t)pause_ms * 1000);
-    long idle = bench_status_kb("VmRSS");
+    long after, idle;
+    rss_now_and_idle(pause_ms, &after, &idle);
     uint64_t live = 0;
     for (uint64_t i = 0; i < per_thread * nthreads; i++)
         live += blk[i] ? blk_size[i] : 0;
@@ -117,9 +130,8 @@ static void run_idle(uint64_t total, uint64_t pause_ms)
     for (uint64_t i = 0; i < n200; i++)
         free(q[i]);
     double secs = bench_now() - t0;
-    long after = bench_status_kb("VmRSS");
-    usleep((useconds_t)pause_ms * 1000);
-    long idle = bench_status_kb("VmRSS");
+    long after, idle;
+    rss_now_and_idle(pause_ms, &after, &idle);
     bench_result_begin("memphase");
     bench_kv_str("mode", "idle");
     bench_kv_f("secs", secs);
@@ -220,18 +232,12 @@ static void run_handoff(uint64_t total, uint64_t pause_ms)
     handoff_slots = handoff_bytes / 512 / HANDOFF_EVERY + 16;
     handed = map_array(nworkers * handoff_slots * sizeof *handed);
     handed_size = map_array(nworkers * handoff_slots * sizeof *handed_size);
-    pthread_t tid[64];
     double t0 = bench_now();
-    for (uint64_t w = 0; w < HANDOFF_WAVES; w++) {
-        for (uint64_t t = 0; t < nthreads; t++)
-            pthread_create(&tid[t], NULL, handoff_thread, (void *)(uintptr_t)(w * nthreads + t));
-        for (uint64_t t = 0; t < nthreads; t++)
-            pthread_join(tid[t], NULL);
-    }
+    for (uint64_t w = 0; w < HANDOFF_WAVES; w++)
+        run_threads(handoff_thread, w * nthreads, nthreads);
     double secs = bench_now() - t0;
-    long after = bench_status_kb("VmRSS");
-    usleep((useconds_t)pause_ms * 1000);
-    long idle = bench_status_kb("VmRSS");
+    long after, idle;
+    rss_now_and_idle(pause_ms, &after, &idle);
     uint64_t live = 0, blocks = 0;
     for (uint64_t i = 0; i < nworkers * handoff_slots; i++)
         if (handed[i]) {
