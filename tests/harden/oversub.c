@@ -10,7 +10,7 @@
  * Every block carries its id and size in its head and a pattern, checked
  * before it is freed; at the end every block ever allocated has been freed
  * exactly once, the allocated-bytes count is back where it started, and
- * RSS after malloc_trim is within 3x the live bytes + 48 MiB, and within
+ * RSS after malloc_trim is within 2x the live bytes + 48 MiB, and within
  * 48 MiB of the start once everything is freed.
  * Usage: oversub OPS [THREADS]. Prints one summary line. */
 #define _GNU_SOURCE
@@ -205,9 +205,11 @@ int main(int argc, char **argv)
     long live_rss = hx_rss_kib();
     if (getenv("HX_STATS"))
         malloc_stats();
-    /* Per-thread slabs left by exited threads hold a few live blocks
-     * each, so the bound with data live is a ratio (see the report). */
-    if (live_rss - base_rss > (long)(live_bytes / 1024) * 3 + RSS_BOUND_KIB)
+    /* Slabs left by exited threads hold a few live blocks each, whose
+     * pages stay (malloc_trim purges the others: live + 22-25 MB
+     * measured, where it was live + 110-130 MB before it did), so the
+     * bound with data live is a ratio. */
+    if (live_rss - base_rss > (long)(live_bytes / 1024) * 2 + RSS_BOUND_KIB)
         hx_fail("RSS %ld KiB (start %ld) with %zu live bytes after trim", live_rss, base_rss,
                 live_bytes);
     for (int i = 0; i < SHARED; i++) {
