@@ -1573,7 +1573,11 @@ static inline uint16_t class_moves(const xa_heap *h, unsigned cls)
 /* Unit tests run owner code here (0: after the handshake, before the
  * slab's count; 1: after it), as an owner thread could. */
 void (*xa_test_reclaim_window)(int point);
-#define RECLAIM_WINDOW(point)                                                                  do {                                                                                           if (xa_test_reclaim_window)                                                                    xa_test_reclaim_window(point);                                                     } while (0)
+#define RECLAIM_WINDOW(point)                                                              \
+    do {                                                                                   \
+        if (xa_test_reclaim_window)                                                        \
+            xa_test_reclaim_window(point);                                                 \
+    } while (0)
 #else
 #define RECLAIM_WINDOW(point) ((void)0)
 #endif

@@ -454,7 +454,6 @@ XA_FAST_PATH bool xa_block_marked_free(const xa_block *b)
     return b->mark == xa_free_mark_of(b);
 }
 
-
 /* --*p as a signed count; true when the result is zero or negative (the
  * XA_USED_SLOW flag). One decrement in memory and one branch on its flags
  * (compilers load, subtract, store and test). */
