@@ -102,6 +102,16 @@ typedef struct xa_arena {
     uint64_t remote_freed_bytes;        /* atomic: bytes handed over by heaps (remote_bytes) */
 } xa_arena;
 
+/* Counts bytes of a purged in calls purges, on purge path path
+ * (enum xa_purge_path; statistics). */
+static inline void xa_arena_count_purged(xa_arena *a, unsigned path, uint64_t bytes,
+                                         uint64_t calls)
+{
+    __atomic_fetch_add(&a->purged_by[path], bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->purged_bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->npurge, calls, __ATOMIC_RELAXED);
+}
+
 extern unsigned xa_narenas;
 /* Set when an arena gains dirty memory while it was clear; the layer above
  * (which may start or wake the purger thread) clears it. A hint only. */

@@ -79,7 +79,6 @@ void xa_chunk_release(xa_arena *a, xa_chunk *c, unsigned path)
     /* Only pages that were in use count as purged; the rest of the chunk
      * was never touched or was purged before. */
     uint64_t resident = (uint64_t)s->dunits << XA_UNIT_SHIFT;
-    __atomic_fetch_add(&a->purged_by[path], resident, __ATOMIC_RELAXED);
     xa_free_run_detach(a, s);
     if (c->prev)
         c->prev->next = c->next;
@@ -89,8 +88,7 @@ void xa_chunk_release(xa_arena *a, xa_chunk *c, unsigned path)
         c->next->prev = c->prev;
     a->nchunks--;
     a->huge_chunks -= c->huge_advised;
-    __atomic_fetch_add(&a->purged_bytes, resident, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&a->npurge, 1, __ATOMIC_RELAXED);
+    xa_arena_count_purged(a, path, resident, 1);
     xa_chunkmap_set(c, XA_CHUNK_SIZE, NULL, XA_REGION_NONE);
     xa_os_unmap(c, XA_CHUNK_SIZE);
 }

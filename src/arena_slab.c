@@ -65,12 +65,11 @@ void xa_arena_note_uncarved(xa_slab *s)
     }
 }
 
-static uint32_t slab_withheld_count(const xa_slab *s);
 
 static void slab_release_locked(xa_arena *a, xa_chunk *c, xa_slab *s)
 {
     /* (Withheld blocks were uncounted when their pages were purged.) */
-    uint32_t carved = s->capacity - slab_withheld_count(s);
+    uint32_t carved = s->capacity - xa_slab_withheld(s);
     a->class_slabs[s->cls]--;
     a->class_capacity[s->cls] -= s->reserved;
     __atomic_fetch_sub(&a->class_carved[s->cls], carved, __ATOMIC_RELAXED);
@@ -173,8 +172,6 @@ uint32_t xa_slab_collect(xa_slab *s)
     return n;
 }
 
-static void set_trim_due(xa_arena *a, xa_slab *s, uint64_t ns);
-
 static void abandoned_unlink(xa_arena *a, xa_slab *s)
 {
     if (s->warm) {
@@ -223,10 +220,7 @@ size_t xa_slab_trim_block(xa_block *b, uint32_t block_size, unsigned path)
     size_t len = end - first;
     xa_pages_purge((void *)first, len);
     words[2] = trim_mark(b);
-    xa_arena *a = xa_chunk_of(b)->arena;
-    __atomic_fetch_add(&a->purged_by[path], len, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&a->purged_bytes, len, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&a->npurge, 1, __ATOMIC_RELAXED);
+    xa_arena_count_purged(xa_chunk_of(b)->arena, path, len, 1);
     return len;
 }
 
@@ -254,7 +248,7 @@ size_t xa_slab_trim_block(xa_block *b, uint32_t block_size, unsigned path)
         }                                                                                      \
     }
 
-static uint32_t slab_withheld_count(const xa_slab *s)
+uint32_t xa_slab_withheld(const xa_slab *s)
 {
     if (!(s->in_full & XA_SLAB_PAGES_PURGED))
         return 0;
@@ -263,17 +257,11 @@ static uint32_t slab_withheld_count(const xa_slab *s)
     return n;
 }
 
-uint32_t xa_slab_withheld(const xa_slab *s) { return slab_withheld_count(s); }
-
 static void slab_count_carved(xa_arena *a, xa_slab *s, int64_t n)
 {
     __atomic_fetch_add(&a->class_carved[s->cls], (uint64_t)n, __ATOMIC_RELAXED);
     xa_chunk_dense_add(xa_chunk_of(s), (uint64_t)(n * (int64_t)s->block_size));
 }
-
-/* Purges the pages of abandoned slab s (its remote frees collected) that
- * no live block touches. Pre: arena lock. Returns the bytes purged. */
-static size_t slab_page_trim(xa_arena *a, xa_slab *s, unsigned path);
 
 /* Purges the pages of s past its carved blocks: a slab made from a run
  * still resident from its last use carves into those pages as it goes,
@@ -289,12 +277,12 @@ static size_t slab_tail_trim(xa_arena *a, xa_slab *s, unsigned path)
         !xa_os_page_resident((void *)carved_end))
         return 0;
     xa_pages_purge((void *)carved_end, end - carved_end);
-    __atomic_fetch_add(&a->purged_by[path], end - carved_end, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&a->purged_bytes, end - carved_end, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&a->npurge, 1, __ATOMIC_RELAXED);
+    xa_arena_count_purged(a, path, end - carved_end, 1);
     return end - carved_end;
 }
 
+/* Purges the pages of abandoned slab s (its remote frees collected) that
+ * no live block touches. Pre: arena lock. Returns the bytes purged. */
 static size_t slab_page_trim(xa_arena *a, xa_slab *s, unsigned path)
 {
     uint32_t bs = s->block_size, cap = s->capacity;
@@ -377,9 +365,7 @@ static size_t slab_page_trim(xa_arena *a, xa_slab *s, unsigned path)
         runs++;
         m &= end < 32 ? ~((1u << end) - 1u) : 0;
     }
-    __atomic_fetch_add(&a->purged_by[path], bytes, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&a->purged_bytes, bytes, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&a->npurge, runs, __ATOMIC_RELAXED);
+    xa_arena_count_purged(a, path, bytes, runs);
     return bytes;
 }
 

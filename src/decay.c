@@ -34,9 +34,7 @@ static size_t purge_free_run(xa_arena *a, xa_slab *s, unsigned path)
     s->dunits = 0;
     s->dirty = 0;
     s->zeroed = zero;
-    __atomic_fetch_add(&a->purged_bytes, bytes, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&a->purged_by[path], bytes, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&a->npurge, 1, __ATOMIC_RELAXED);
+    xa_arena_count_purged(a, path, bytes, 1);
     xa_bin_insert(a, s);
     return bytes;
 }

@@ -1560,13 +1560,17 @@ static inline uint32_t class_moves_raw(const xa_heap *h, unsigned cls)
                       __atomic_load_n(&h->nfree[cls], __ATOMIC_RELAXED));
 }
 
+/* Folded to 16 bits (the heap's fields fit one page): a busy class seen
+ * as idle by a collision only loses its empty slab's pages, the
+ * handshake keeps it safe. */
+static inline uint16_t moves_folded(uint32_t m)
+{
+    return (uint16_t)(m ^ (m >> 16));
+}
+
 static inline uint16_t class_moves(const xa_heap *h, unsigned cls)
 {
-    uint32_t m = class_moves_raw(h, cls);
-    /* Folded to 16 bits (the heap's fields fit one page): a busy class
-     * seen as idle by a collision only loses its empty slab's pages, the
-     * handshake keeps it safe. */
-    return (uint16_t)(m ^ (m >> 16));
+    return moves_folded(class_moves_raw(h, cls));
 }
 
 #ifdef XA_TEST
@@ -1603,10 +1607,7 @@ static size_t reclaim_slab(xa_slab *s)
     s->capacity = 0;
     size_t len = end - first;
     xa_pages_purge((void *)first, len);
-    xa_arena *a = xa_chunk_of(s)->arena;
-    __atomic_fetch_add(&a->purged_by[XA_PURGE_THREAD], len, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&a->purged_bytes, len, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&a->npurge, 1, __ATOMIC_RELAXED);
+    xa_arena_count_purged(xa_chunk_of(s)->arena, XA_PURGE_THREAD, len, 1);
     return len;
 }
 
@@ -1683,7 +1684,7 @@ static size_t reclaim_pass(bool force, bool *moved, bool *pending, bool *more)
              * malloc or free of the class since the look keeps the slab. */
             uint32_t moves = class_moves_raw(h, cls);
             if (s->kind == XA_RUN_SMALL && s->heap == h &&
-                (uint16_t)(moves ^ (moves >> 16)) == cand[i].moves) {
+                moves_folded(moves) == cand[i].moves) {
                 RECLAIM_WINDOW(0);
                 bool empty = s->capacity && slab_reclaimable(s);
                 RECLAIM_WINDOW(1);
