@@ -268,6 +268,20 @@ static bool to_full(xa_heap *h, xa_slab *s)
     return true;
 }
 
+/* Free blocks a full slab gathers before it rejoins its class list: a
+ * sixteenth of its blocks, at least one. In a steady state of random
+ * frees over a big working set (a cache evicting and inserting), each
+ * free lands in another full slab: back in the list with that one block,
+ * the slab served one malloc, and the next malloc of the class took the
+ * slow path to find another (a slow path per malloc). Waiting for a
+ * sixteenth makes each slow path serve that many; the blocks a full slab
+ * holds meanwhile are at most a sixteenth of it. */
+static inline uint32_t unfull_at(const xa_slab *s)
+{
+    uint32_t n = s->capacity >> 4;
+    return n ? n : 1;
+}
+
 /* Back from the full list at the owner's free. The notification stays
  * armed: clearing it took a locked compare-exchange, which waits for every
  * store the thread has in flight (in a program writing fresh blocks, 80%
@@ -749,7 +763,7 @@ void xa_heap_free_local_slow(xa_heap *h, xa_slab *s)
 
 static void free_local_slow(xa_heap *h, xa_slab *s)
 {
-    if (s->in_full & XA_SLAB_IN_FULL)
+    if ((s->in_full & XA_SLAB_IN_FULL) && s->capacity - xa_slab_used(s) >= unfull_at(s))
         unfull(h, s);
     if ((s->in_full & XA_SLAB_TRIM) && (h->trim_pending += s->block_size) > TRIM_ALLOWANCE) {
         uint64_t freed = h->trim_pending;

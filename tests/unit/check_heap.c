@@ -259,6 +259,49 @@ START_TEST(used_up_slabs_stay_listed_until_passed_behind_newer_ones)
 }
 END_TEST
 
+START_TEST(full_slab_rejoins_its_list_once_a_sixteenth_is_free)
+{
+    /* Random frees over a heap of full slabs: a full slab comes back to
+     * its class list only with a sixteenth of its blocks free, so the
+     * malloc slow path that takes it finds that many, not one. */
+    unsigned cls = xa_size_class(256);
+    uint32_t per = xa_classes[cls].blocks, due = per / 16;
+    enum { MAX = 2048 };
+    ck_assert_uint_lt(4 * per + due, MAX);
+    ck_assert_uint_ge(due, 2);
+    static void *p[MAX];
+    for (unsigned i = 0; i < 4 * per; i++)
+        ck_assert_ptr_nonnull(p[i] = xa_test_malloc(256));
+    xa_heap *h = xa_tls_heap;
+    xa_slab *a = slab_of(p[0]);
+    ck_assert(a->in_full & XA_SLAB_IN_FULL);
+    ck_assert_uint_eq(a->capacity, per);
+    /* One block short: still full, out of the list, its holes not handed
+     * out (the next block comes from another slab). */
+    for (unsigned i = 0; i < due - 1; i++) {
+        xa_test_free(p[2 * i]);
+        p[2 * i] = NULL;
+    }
+    ck_assert(a->in_full & XA_SLAB_IN_FULL);
+    ck_assert_uint_eq(listed(h, cls, a), 0);
+    ck_assert_uint_eq(xa_slab_used(a), per - (due - 1));
+    void *x = xa_test_malloc(256);
+    ck_assert_ptr_ne(slab_of(x), a);
+    assert_clean();
+    /* The sixteenth: back in the list, its blocks handed out again. */
+    xa_test_free(p[2 * (due - 1)]);
+    p[2 * (due - 1)] = NULL;
+    ck_assert(!(a->in_full & XA_SLAB_IN_FULL));
+    ck_assert_uint_ne(listed(h, cls, a), 0);
+    assert_clean();
+    xa_test_free(x);
+    for (unsigned i = 0; i < 4 * per; i++)
+        if (p[i])
+            xa_test_free(p[i]);
+    assert_clean();
+}
+END_TEST
+
 START_TEST(holes_are_used_before_a_new_page_is_carved)
 {
     /* A class with two slabs: blocks freed in the first (full) one are
@@ -1703,6 +1746,7 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, rare_class_borrows_from_twice_its_size);
     tcase_add_test(tc, holes_are_used_before_a_new_page_is_carved);
     tcase_add_test(tc, used_up_slabs_stay_listed_until_passed_behind_newer_ones);
+    tcase_add_test(tc, full_slab_rejoins_its_list_once_a_sixteenth_is_free);
     tcase_add_test(tc, full_foreign_stack_keeps_its_blocks_and_exit_returns_them);
     tcase_add_test(tc, remote_free_takes_effect_a_ring_later);
     tcase_add_test_raise_signal(tc, remote_double_free_is_reported_when_it_settles, SIGABRT);

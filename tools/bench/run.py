@@ -360,6 +360,19 @@ def build_cases(p: dict) -> list[Case]:
                       metric="rss_idle_kb", unit="kB RSS after idle",
                       details=["secs", "live_kb", "rss_peak_kb", "rss_afterexit_kb",
                                "rss_idle_kb"]))
+    # a cache at its size limit: a random entry evicted and a new one
+    # written, over a working set far bigger than the CPU caches (the freed
+    # block is cold, and in the steady state every slab or span is nearly
+    # full); the figure is the steady phase only (smaller caches in the
+    # smoke and quick profiles)
+    cases.append(Case("cache 100k entries 16-256 B t1", "cache", "cache",
+                      ["threads=1", f"slots={n(1e5 * min(s, 1.0))}", f"ops={n(2e6 * s)}",
+                       "min=16", "max=256"],
+                      metric="ns_per_op", unit="ns/op", details=["ns_per_op", "rss_filled_kb"]))
+    cases.append(Case("cache 50k entries 16 B-16 KiB t2", "cache", "cache",
+                      ["threads=2", f"slots={n(5e4 * min(s, 1.0))}", f"ops={n(5e5 * s)}",
+                       "min=16", "max=16k"],
+                      metric="ns_per_op", unit="ns/op", details=["ns_per_op", "rss_filled_kb"]))
     cases.append(Case("realloc-grow", "realloc", "realloc_grow",
                       ["builders=8", "target=256k", "append=128", f"rounds={n(100 * s)}"],
                       details=["ns_per_op"]))
