@@ -512,8 +512,9 @@ static void *aligned_impl(size_t align, size_t size)
          * size is a multiple of align is aligned. */
         size_t want = size < align ? align : size;
         if (want <= XA_SMALL_MAX) {
+            /* (align is a power of two: every caller checks or rounds it) */
             for (unsigned cls = xa_size_class(want); cls < XA_NCLASSES; cls++) {
-                if (xa_classes[cls].size % align == 0) {
+                if ((xa_classes[cls].size & (align - 1)) == 0) {
                     void *p = malloc_inline(xa_classes[cls].size);
                     return p;
                 }
@@ -625,10 +626,25 @@ static void *realloc_impl(void *p, size_t size)
     if (h != &xa_heap_empty)
         h->nrealloc++;
     if (xa_likely(xa_region_of(p) == XA_REGION_RUNS)) {
-        /* Common case first: a small block that still fits its class. */
+        /* Common cases first: a small block that still fits its class, or
+         * that moves to a block of another class below a large run's size
+         * (a string or a vector growing by steps), checked once here as
+         * free checks it; the general path below looks the pointer up
+         * again, and free looked it up a third time. */
         xa_slab *s = xa_run_of(xa_chunk_of(p), p);
-        if (s->kind == XA_RUN_SMALL && xa_slab_is_block(s, p) && size <= s->block_size && size > s->block_size / 2 && !xa_block_marked_free(p))
-            return p;
+        if (s->kind == XA_RUN_SMALL && xa_slab_is_block(s, p) && !xa_block_marked_free(p)) {
+            size_t old = s->block_size;
+            if (size <= old && size > old / 2)
+                return p;
+            if (size <= REALLOC_RUN_MIN) {
+                void *q = malloc_inline(size);
+                if (!q)
+                    return NULL;
+                memcpy(q, p, old < size ? old : size);
+                free_inline(p);
+                return q;
+            }
+        }
     }
     xa_chunk *c = xa_chunkmap_lookup(p);
     if (!c) {
@@ -690,12 +706,11 @@ XA_API int API(posix_memalign)(void **out, size_t align, size_t size)
 {
     if (align < sizeof(void *) || (align & (align - 1)) != 0)
         return EINVAL;
-    int saved = errno;
+    /* On ENOMEM errno is ENOMEM too, as glibc and musl leave it: saving
+     * and restoring it cost a call and a frame on every success. */
     void *p = aligned_internal(align, size);
-    if (!p) {
-        errno = saved;
+    if (!p)
         return ENOMEM;
-    }
     *out = p;
     return 0;
 }
