@@ -430,6 +430,7 @@ static void heap_move(xa_heap *h, int slot);
 static void *borrow(xa_heap *h, unsigned cls)
 {
     uint32_t size = xa_classes[cls].size;
+    _Static_assert(BORROW_BYTES <= 1024 && XA_BORROW_CLASSES > 19, "borrowed[] covers the lenders");
     if (h->nmalloc[cls] || size > BORROW_BYTES || h->borrowed[cls] >= BORROW_BYTES / size)
         return NULL;
     unsigned lend = xa_size_class(2 * (size_t)size);
@@ -485,7 +486,11 @@ static void *malloc_slow(xa_heap *h, unsigned cls)
     }
     drain_delayed(h);
     outbox_flush(h);
-    if ((++h->slow_count & 15) == 0) {
+    /* (atomic, relaxed: a thread that frees this heap's big blocks reads
+     * it, see remote_trim) */
+    uint32_t slow = h->slow_count + 1;
+    __atomic_store_n(&h->slow_count, slow, __ATOMIC_RELAXED);
+    if ((slow & 15) == 0) {
         /* Remote frees waiting in the ring take effect here too, so a
          * double free among them is reported within 16 slow paths even
          * when no other remote free comes (every slow path: a ninth of
@@ -1091,10 +1096,21 @@ static void remote_flush(xa_heap *h)
 /* A thread freeing many big blocks of other threads (a mass delete)
  * purges them as it goes: their owners may be idle and would keep the
  * pages until their next slow path. Hand-offs in steady state stay under
- * the allowance, which each upkeep of this heap renews. Out of line: the
- * remote free of small blocks keeps a short frame. */
+ * the allowance, which each upkeep of this heap renews, and which starts
+ * over whenever the owner has taken a malloc slow path since the last such
+ * free: it allocates, and takes the blocks back (a thread that only frees
+ * what another allocates, 64 KiB-1 MiB buffers, made no upkeep and purged
+ * every block it freed: 20,000 madvise calls per 100,000 buffers). Out of
+ * line: the remote free of small blocks keeps a short frame. */
 static XA_NOINLINE void remote_trim(xa_heap *h, xa_slab *s, xa_block *b)
 {
+    /* (The owner's count, read unlocked: a heap's page stays mapped.) */
+    const xa_heap *owner = s->heap;
+    uint32_t slow = owner ? __atomic_load_n(&owner->slow_count, __ATOMIC_RELAXED) : 0;
+    if (owner && owner == h->remote_trim_owner && slow != h->remote_trim_owner_slow)
+        h->remote_trim_pending = 0;
+    h->remote_trim_owner = owner;
+    h->remote_trim_owner_slow = slow;
     if ((h->remote_trim_pending += s->block_size) > TRIM_ALLOWANCE &&
         !xa_chunk_huge_advised(xa_chunk_of(s)))
         h->trimmed_bytes += xa_slab_trim_block(b, s->block_size, XA_PURGE_AT_FREE);

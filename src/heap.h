@@ -35,6 +35,10 @@ _Static_assert(XA_FOREIGN_CLASSES == XA_FINE_CLASSES_END, "class 43 is 8 KiB");
 /* Blocks a foreign stack holds at most (see foreign_limit_of in heap.c). */
 #define XA_FOREIGN_MAX 256
 
+/* Classes that may borrow from the class of twice their size (blocks of
+ * up to BORROW_BYTES, 1 KiB: classes 0-19; see borrow() in heap.c). */
+#define XA_BORROW_CLASSES 32
+
 typedef struct xa_heap {
     /* ---- hot ---- */
     /* Current slab per class, never NULL: a slab of the class list (the
@@ -104,6 +108,11 @@ typedef struct xa_heap {
     uint64_t trimmed_bytes;        /* bytes of free blocks purged (statistics) */
     uint64_t trim_pending;         /* big-class bytes freed since the last trim */
     uint64_t remote_trim_pending;  /* big blocks of others freed since the last upkeep */
+    /* The owner of the last big block freed here for another thread, and
+     * its slow_count then: an owner whose count moves meanwhile allocates,
+     * and takes such blocks back (see remote_trim in heap.c). */
+    const struct xa_heap *remote_trim_owner;
+    uint32_t remote_trim_owner_slow;
     uint64_t trim_pool_last;       /* free big-block bytes at the last look */
     uint64_t trim_pool_low;        /* lowest free big-block bytes seen since the last trim */
     uint64_t trim_malloc_last;     /* big-class bytes allocated, at the last look */
@@ -135,7 +144,7 @@ typedef struct xa_heap {
     uint64_t foreign_ready;
     /* Blocks each class took from the class of twice its size before it
      * had a slab of its own (see borrow() in heap.c). */
-    uint8_t borrowed[XA_NCLASSES];
+    uint8_t borrowed[XA_BORROW_CLASSES];
     /* 1 while the owner takes or parks a large block or huge mapping in
      * large_cache (outside malloc's busy): another thread flushes the
      * slots only when it reads 0 here and in busy after its barrier (see

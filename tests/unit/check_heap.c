@@ -1320,6 +1320,68 @@ START_TEST(big_block_of_the_head_slab_is_freed_on_the_fast_path)
 }
 END_TEST
 
+/* Another thread frees the owner's big blocks (a consumer of buffers a
+ * producer fills): past the remote trim allowance their pages are purged
+ * when the owner stays idle, and kept when it allocates meanwhile (it
+ * takes them back: purging cost a madvise and the page faults again). */
+enum { REMOTE_BIG = 65536, REMOTE_N = 96 };
+static void *remote_big[REMOTE_N];
+static xa_heap *remote_owner;
+static bool remote_owner_busy;
+
+static void *free_remote_big(void *arg)
+{
+    (void)arg;
+    xa_test_free(xa_test_malloc(32)); /* (a heap of its own) */
+    for (unsigned i = 0; i < REMOTE_N; i++) {
+        xa_test_free(remote_big[i]);
+        if (remote_owner_busy) /* the owner's malloc slow paths, as if it allocated */
+            __atomic_store_n(&remote_owner->slow_count, remote_owner->slow_count + 1,
+                             __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
+/* Blocks of remote_big whose last page is no longer resident. */
+static unsigned remote_big_trimmed(void)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < REMOTE_N; i++)
+        n += !page_resident((char *)remote_big[i] + REMOTE_BIG - 1);
+    return n;
+}
+
+static unsigned remote_big_round(bool busy)
+{
+    ck_assert_uint_ge(REMOTE_BIG, XA_TRIM_MIN_BLOCK);
+    ck_assert_uint_gt((uint64_t)REMOTE_N * REMOTE_BIG, 2 * XA_HEAP_TRIM_ALLOWANCE);
+    remote_owner = xa_heap_get();
+    remote_owner_busy = busy;
+    for (unsigned i = 0; i < REMOTE_N; i++) {
+        ck_assert_ptr_nonnull(remote_big[i] = xa_test_malloc(REMOTE_BIG));
+        memset(remote_big[i], 0x5a, REMOTE_BIG);
+    }
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, free_remote_big, NULL), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    return remote_big_trimmed();
+}
+
+START_TEST(remote_frees_of_an_idle_owner_big_blocks_are_trimmed)
+{
+    /* All but the allowance's worth (2 MiB: 32 blocks). */
+    ck_assert_uint_ge(remote_big_round(false), REMOTE_N - XA_HEAP_TRIM_ALLOWANCE / REMOTE_BIG - 1);
+    assert_clean();
+}
+END_TEST
+
+START_TEST(remote_frees_of_an_allocating_owner_big_blocks_are_kept)
+{
+    ck_assert_uint_eq(remote_big_round(true), 0);
+    assert_clean();
+}
+END_TEST
+
 /* A pool of free big blocks that wanders wider than the trim allowance
  * (a server whose working set breathes) looks like a mass free now and
  * then. When the blocks a trim purged are taken again (the pool falls
@@ -1766,6 +1828,8 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, trim_spares_pages_shared_with_neighbours);
     tcase_add_test(tc, mass_free_trims_unless_the_arena_learnt_a_churn);
     tcase_add_test(tc, big_block_of_the_head_slab_is_freed_on_the_fast_path);
+    tcase_add_test(tc, remote_frees_of_an_idle_owner_big_blocks_are_trimmed);
+    tcase_add_test(tc, remote_frees_of_an_allocating_owner_big_blocks_are_kept);
     tcase_add_test(tc, trim_undone_by_reuse_keeps_more_next_time);
     tcase_add_test(tc, pool_grown_while_mallocs_keep_pace_is_not_trimmed);
     tcase_add_test(tc, idle_thread_slab_pages_are_reclaimed_and_reused);

@@ -313,6 +313,12 @@ def build_cases(p: dict) -> list[Case]:
     cases.append(Case("producer/consumer 1+1", "threads", "prodcons",
                       ["pairs=1", f"items={n(3e6 * s)}"],
                       details=["ops_per_sec", "rss_final_kb"]))
+    # buffers handed from a producer to a consumer (a network server's
+    # pipeline): 64 KiB-1 MiB, each written whole, 16 in flight
+    cases.append(Case("producer/consumer 1+1, 64 KiB-1 MiB buffers", "threads", "prodcons",
+                      ["pairs=1", f"items={n(1e4 * s)}", "batch=4", "queue=4", "min=64k",
+                       "max=1m", "fill=1"],
+                      details=["ops_per_sec", "rss_final_kb"]))
     cases.append(Case("false sharing passive t2", "threads", "falseshare",
                       ["mode=passive", "threads=2", f"iters={n(50000 * s)}"],
                       details=["ops_per_sec"]))

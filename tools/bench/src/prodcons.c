@@ -3,12 +3,15 @@
  * them, `batch` at a time, through a bounded queue to their consumer, which
  * reads and frees them. Every free is remote, so this measures how the
  * allocator returns memory freed by a foreign thread to its owner and
- * whether it reuses it (RSS) instead of growing. */
+ * whether it reuses it (RSS) instead of growing. fill=1: the producer
+ * writes every byte of each block (buffers it fills for the consumer),
+ * so pages the allocator purged on the way back fault in again. */
 #include "bench.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct batch {
     struct batch *next;
@@ -28,7 +31,7 @@ struct pair {
     uint64_t checksum BENCH_OWN_LINE;
 } BENCH_OWN_LINE;
 
-static uint64_t items, batch_size, max_queued;
+static uint64_t items, batch_size, max_queued, fill;
 static size_t min_sz, max_sz;
 static pthread_barrier_t start_line;
 
@@ -53,6 +56,8 @@ static void *producer(void *arg)
         for (; b->n < batch_size && done < items; b->n++, done++) {
             size_t n = (size_t)bench_rand_range(&q->rng, min_sz, max_sz);
             char *p = xmalloc(n);
+            if (fill)
+                memset(p, 0x5a, n);
             p[0] = (char)n;
             p[n - 1] = 1;
             b->item[b->n] = p;
@@ -100,13 +105,14 @@ static void *consumer(void *arg)
 int main(int argc, char **argv)
 {
     bench_args(argc, argv,
-               "prodcons pairs=1 items=2000000 batch=64 queue=64 min=16 max=512 seed=1");
+               "prodcons pairs=1 items=2000000 batch=64 queue=64 min=16 max=512 fill=0 seed=1");
     unsigned pairs = (unsigned)bench_arg_u64("pairs", 1);
     items = bench_arg_u64("items", 2000000);
     batch_size = bench_arg_u64("batch", 64);
     max_queued = bench_arg_u64("queue", 64);
     min_sz = (size_t)bench_arg_u64("min", 16);
     max_sz = (size_t)bench_arg_u64("max", 512);
+    fill = bench_arg_u64("fill", 0);
     uint64_t seed = bench_arg_u64("seed", 1);
     bench_args_done();
     if (pairs < 1 || pairs > 128 || batch_size < 1 || max_queued < 1 || min_sz < 2 ||
