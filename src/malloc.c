@@ -464,6 +464,18 @@ XA_FAST_PATH void free_inline(void *p)
     free_other(p);
 }
 
+/* The end of every realloc that moves: the old block's first bytes (old
+ * of them usable) into q, the new block of size bytes, and the old block
+ * freed; NULL, the old block untouched, when q could not be allocated. */
+static inline void *realloc_move(void *p, size_t old, void *q, size_t size)
+{
+    if (!q)
+        return NULL;
+    memcpy(q, p, old < size ? old : size);
+    free_inline(p);
+    return q;
+}
+
 /* realloc in junk mode: always a new block, so the redzone follows the
  * new request (an in-place resize would leave the old one behind). */
 static XA_NOINLINE void *junk_realloc(void *p, size_t size)
@@ -478,12 +490,7 @@ static XA_NOINLINE void *junk_realloc(void *p, size_t size)
     size_t old = junk_request(p, block_usable("realloc", c, p));
     if (old == SIZE_MAX)
         old = block_usable("realloc", c, p);
-    void *q = malloc_other(size);
-    if (!q)
-        return NULL;
-    memcpy(q, p, old < size ? old : size);
-    free_inline(p);
-    return q;
+    return realloc_move(p, old, malloc_other(size), size);
 }
 
 /* ---- aligned allocation ---- */
@@ -636,14 +643,8 @@ static void *realloc_impl(void *p, size_t size)
             size_t old = s->block_size;
             if (size <= old && size > old / 2)
                 return p;
-            if (size <= REALLOC_RUN_MIN) {
-                void *q = malloc_inline(size);
-                if (!q)
-                    return NULL;
-                memcpy(q, p, old < size ? old : size);
-                free_inline(p);
-                return q;
-            }
+            if (size <= REALLOC_RUN_MIN)
+                return realloc_move(p, old, malloc_inline(size), size);
         }
     }
     xa_chunk *c = xa_chunkmap_lookup(p);
@@ -687,11 +688,7 @@ static void *realloc_impl(void *p, size_t size)
             return q;
     }
     void *q = grow_as_run && h != &xa_heap_empty ? malloc_big(size, 0, false) : malloc_inline(size);
-    if (!q)
-        return NULL;
-    memcpy(q, p, old < size ? old : size);
-    free_inline(p);
-    return q;
+    return realloc_move(p, old, q, size);
 }
 
 XA_API void *API(reallocarray)(void *p, size_t n, size_t size)
