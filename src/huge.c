@@ -13,13 +13,10 @@
 
 /* Huge blocks kept after free, per arena, for the free-then-malloc pattern. */
 #define HUGE_CACHE_MAX_COUNT 8
-/* Bigger blocks are unmapped at once: reusing them saves little next to
- * their size, and holding them makes RSS lag far behind the program. */
-#define HUGE_CACHE_MAX_BLOCK ((size_t)8 << 20)
 /* Most bytes of freed mappings kept beyond the dirty allowance once the
  * program mapped a buffer again that the cache had given up (two buffers
- * of the biggest kept size: a text and its copy). */
-#define HUGE_KEEP_MAX (2 * HUGE_CACHE_MAX_BLOCK)
+ * of 8 MiB: a text and its copy). */
+#define HUGE_KEEP_MAX ((size_t)16 << 20)
 
 /* Sizes a and b (nonzero) are one buffer's: within a quarter of each
  * other (a program's JSON text or log buffer varies by a few percent
@@ -102,6 +99,24 @@ static xa_chunk *huge_grow(xa_chunk *c, size_t old_map, size_t map_size)
     return n;
 }
 
+/* Cuts huge mapping c from old_map down to map_size bytes in place; false
+ * (c whole and registered) if the kernel refuses. The tail's chunks leave
+ * the chunk map before their address space is given up, never after: once
+ * given up, another thread may map it and register it. Pre: as huge_grow. */
+static bool huge_cut(xa_chunk *c, size_t old_map, size_t map_size)
+{
+    uintptr_t keep = XA_ALIGN_UP((uintptr_t)c + map_size, XA_CHUNK_SIZE);
+    uintptr_t end = XA_ALIGN_UP((uintptr_t)c + old_map, XA_CHUNK_SIZE);
+    if (end > keep)
+        xa_chunkmap_set((void *)keep, end - keep, NULL, XA_REGION_NONE);
+    if (xa_os_remap_inplace(c, old_map, map_size) != 0) {
+        if (end > keep)
+            xa_chunkmap_set((void *)keep, end - keep, c, XA_REGION_HUGE);
+        return false;
+    }
+    return true;
+}
+
 /* Grows the cached mapping *cp (out of every list) to map_size; its
  * pages come along. False (the mapping unmapped) if it cannot grow. */
 static bool huge_grow_cached(xa_arena *a, xa_chunk **cp, size_t map_size)
@@ -123,6 +138,21 @@ static bool huge_grow_cached(xa_arena *a, xa_chunk **cp, size_t map_size)
     xa_lock_release(&a->lock);
     *cp = n;
     return true;
+}
+
+/* Cuts the cached mapping c (out of every list) down to map_size; the
+ * tail's pages go back to the system. Left whole if the kernel refuses. */
+static void huge_shrink_cached(xa_arena *a, xa_chunk *c, size_t map_size)
+{
+    size_t old_map = c->map_size;
+    if (!huge_cut(c, old_map, map_size))
+        return;
+    c->map_size = map_size;
+    xa_lock_acquire(&a->lock);
+    a->huge_mapped -= old_map - map_size;
+    __atomic_fetch_add(&a->purged_bytes, old_map - map_size, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->npurge, 1, __ATOMIC_RELAXED);
+    xa_lock_release(&a->lock);
 }
 
 size_t xa_huge_cache_purge(xa_arena *a, uint64_t now, bool force)
@@ -158,19 +188,22 @@ void *xa_huge_alloc(xa_arena *a, size_t size, size_t align, bool zero)
     xa_chunk *c = NULL;
     if (off == XA_HUGE_HEADER) {
         xa_lock_acquire(&a->lock);
-        /* Best fit among cached mappings no more than 25% too big. */
-        xa_chunk *best = NULL;
-        for (xa_chunk *h = a->huge_cache; h; h = h->next)
-            if (xa_huge_cached_fits(h->map_size, map_size) &&
-                (!best || h->map_size < best->map_size))
-                best = h;
-        /* Else the biggest a quarter too small at most: grown by mremap,
-         * its pages are kept and only the new tail faults in. */
-        xa_chunk *grow = NULL;
-        for (xa_chunk *h = best ? NULL : a->huge_cache; h; h = h->next)
-            if (h->map_size < map_size && huge_sizes_near(h->map_size, map_size) &&
-                (!grow || h->map_size > grow->map_size))
+        /* Any cached mapping saves the page faults of the pages it has:
+         * the smallest big enough (cut to size when more than a quarter
+         * too big: the tail goes back to the system), else the biggest
+         * (grown by mremap: its pages come along, only the new tail
+         * faults in). A program cycling buffers of varied sizes (5-25 MiB
+         * images, query results) then writes resident pages instead of
+         * faulting every page of a fresh mapping in. */
+        xa_chunk *best = NULL, *grow = NULL;
+        for (xa_chunk *h = a->huge_cache; h; h = h->next) {
+            if (h->map_size >= map_size) {
+                if (!best || h->map_size < best->map_size)
+                    best = h;
+            } else if (!grow || h->map_size > grow->map_size) {
                 grow = h;
+            }
+        }
         c = best ? best : grow;
         if (c) {
             huge_unlink(&a->huge_cache, c);
@@ -178,10 +211,13 @@ void *xa_huge_alloc(xa_arena *a, size_t size, size_t align, bool zero)
             a->huge_cache_bytes -= c->map_size;
         }
         xa_lock_release(&a->lock);
-        if (grow && !huge_grow_cached(a, &c, map_size))
+        size_t had = c ? c->map_size : 0; /* the bytes that may hold old data */
+        if (best && !xa_huge_cached_fits(had, map_size))
+            huge_shrink_cached(a, c, map_size);
+        else if (!best && grow && !huge_grow_cached(a, &c, map_size))
             c = NULL;
         if (c && zero)
-            memset((char *)c + off, 0, size);
+            memset((char *)c + off, 0, had - off < size ? had - off : size);
     }
     if (!c) {
         c = xa_os_map_aligned(map_size, map_align);
@@ -258,17 +294,23 @@ void xa_huge_free(xa_chunk *c)
     bool plain = c->huge_ptr == (char *)c + XA_HUGE_HEADER;
     c->huge_ptr = NULL;
     /* Kept mappings count against the arena's dirty allowance like free
-     * runs do: the oldest go first when this one would pass it. */
+     * runs do, with the live huge blocks in the share of the live heap it
+     * allows (an eighth): the oldest go first when this one would pass it,
+     * and a free that keeps nothing still cuts the cache down to it (a
+     * mass free leaves no more than the allowance of what stays). */
     uint64_t allow = xa_arena_dirty_allowance_units(a) << XA_UNIT_SHIFT;
+    uint64_t share = ((a->used_units << XA_UNIT_SHIFT) + a->huge_bytes) / 8;
+    if (share > allow)
+        allow = share;
     uint64_t dirty = a->dirty_units << XA_UNIT_SHIFT;
     uint64_t learnt = a->huge_keep_bytes;
-    bool keep = plain && xa_opt.decay_ms > 0 && c->map_size <= HUGE_CACHE_MAX_BLOCK &&
+    bool keep = plain && xa_opt.decay_ms > 0 &&
                 (dirty + c->map_size <= allow || c->map_size <= learnt);
+    uint64_t add = keep ? c->map_size : 0;
     uint64_t now = xa_os_now_ns();
-    while (keep && a->huge_cache &&
-           (a->huge_cache_count >= HUGE_CACHE_MAX_COUNT ||
-            (dirty + a->huge_cache_bytes + c->map_size > allow &&
-             a->huge_cache_bytes + c->map_size > learnt))) {
+    while (a->huge_cache && ((keep && a->huge_cache_count >= HUGE_CACHE_MAX_COUNT) ||
+                             (dirty + a->huge_cache_bytes + add > allow &&
+                              a->huge_cache_bytes + add > learnt))) {
         xa_chunk *old = a->huge_cache;
         while (old->next)
             old = old->next; /* the list is newest first */
@@ -310,19 +352,11 @@ void *xa_huge_realloc(xa_chunk *c, size_t new_size)
         return c->huge_ptr;
     }
     /* Under the arena lock: the header sits in the huge list, which other
-     * threads walk and relink. The chunk map is always cleared for address
-     * space before it is given up, never after: once given up, another
-     * thread may map it and register it. */
+     * threads walk and relink. */
     xa_chunk *n = c;
     xa_lock_acquire(&a->lock);
     if (map_size < old_map) {
-        uintptr_t keep = XA_ALIGN_UP((uintptr_t)c + map_size, XA_CHUNK_SIZE);
-        uintptr_t end = XA_ALIGN_UP((uintptr_t)c + old_map, XA_CHUNK_SIZE);
-        if (end > keep)
-            xa_chunkmap_set((void *)keep, end - keep, NULL, XA_REGION_NONE);
-        if (xa_os_remap_inplace(c, old_map, map_size) != 0) {
-            if (end > keep)
-                xa_chunkmap_set((void *)keep, end - keep, c, XA_REGION_HUGE);
+        if (!huge_cut(c, old_map, map_size)) {
             xa_lock_release(&a->lock);
             return NULL;
         }

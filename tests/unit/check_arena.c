@@ -523,6 +523,60 @@ START_TEST(huge_buffer_mapped_again_is_kept_next_time)
 }
 END_TEST
 
+/* A program cycling huge buffers of varied sizes while others stay live: a
+ * freed mapping is kept within an eighth of the live heap, huge blocks
+ * included, and a kept mapping serves the next request of any size, cut
+ * to size when much too big, grown when too small, its pages reused
+ * either way. Once the live blocks go, the frees that keep nothing cut
+ * the cache back to the allowance of what stays. */
+START_TEST(huge_mappings_of_varied_sizes_are_reused)
+{
+    xa_arena *a = arena();
+    enum { LIVE = 16 };
+    void *live[LIVE];
+    for (int i = 0; i < LIVE; i++) /* 160 MiB, never touched */
+        ck_assert_ptr_nonnull(live[i] = xa_huge_alloc(a, 10u << 20, 0, false));
+    size_t size = 12u << 20;
+    char *p = xa_huge_alloc(a, size, 0, false);
+    ck_assert_ptr_nonnull(p);
+    memset(p, 0x5a, size);
+    xa_huge_free(xa_chunkmap_lookup(p));
+    ck_assert_uint_eq(a->huge_cache_count, 1); /* 12 MiB of an allowance of 20 */
+    /* A third of the size: the same mapping, cut in place. */
+    char *q = xa_huge_alloc(a, 4u << 20, 0, false);
+    ck_assert_ptr_eq(q, p);
+    ck_assert_uint_eq(a->huge_cache_count, 0);
+    for (size_t k = 0; k < (4u << 20); k += 4096)
+        ck_assert_int_eq(q[k], 0x5a);
+    xa_chunk *c = xa_chunkmap_lookup(q);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_uint_lt(c->map_size, 5u << 20);
+    ck_assert_ptr_null(xa_chunkmap_lookup(q + (8u << 20))); /* the tail went back */
+    xa_huge_free(c);
+    ck_assert_uint_eq(a->huge_cache_count, 1);
+    /* Twice the size: grown, the old pages along. */
+    char *r = xa_huge_alloc(a, 8u << 20, 0, false);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_uint_eq(a->huge_cache_count, 0);
+    for (size_t k = 0; k < (4u << 20); k += 4096)
+        ck_assert_int_eq(r[k], 0x5a);
+    c = xa_chunkmap_lookup(r);
+    ck_assert_ptr_eq(xa_chunkmap_lookup(r + (8u << 20) - 1), c);
+    /* calloc's block from a kept mapping reads as zero. */
+    memset(r, 0x33, 8u << 20);
+    xa_huge_free(c);
+    char *z = xa_huge_alloc(a, 7u << 20, 0, true);
+    ck_assert_ptr_eq(z, r);
+    for (size_t k = 0; k < (7u << 20); k += 512)
+        ck_assert_int_eq(z[k], 0);
+    xa_huge_free(xa_chunkmap_lookup(z));
+    for (int i = 0; i < LIVE; i++)
+        xa_huge_free(xa_chunkmap_lookup(live[i]));
+    ck_assert_uint_eq(a->huge_bytes, 0);
+    ck_assert_uint_le(a->huge_cache_bytes, xa_arena_dirty_allowance_units(a) << XA_UNIT_SHIFT);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("arena");
@@ -544,6 +598,7 @@ static Suite *make_suite(void)
     tcase_add_test(t, huge_buffer_mapped_again_is_kept_next_time);
     tcase_add_test(t, huge_buffer_of_a_round_keeps_the_learnt_floor);
     tcase_add_test(t, huge_buffer_after_all_runs_freed_forgets_the_floor);
+    tcase_add_test(t, huge_mappings_of_varied_sizes_are_reused);
     suite_add_tcase(s, t);
     return s;
 }

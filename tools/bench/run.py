@@ -379,6 +379,12 @@ def build_cases(p: dict) -> list[Case]:
                       ["threads=2", f"slots={n(5e4 * min(s, 1.0))}", f"ops={n(5e5 * s)}",
                        "min=16", "max=16k"],
                       metric="ns_per_op", unit="ns/op", details=["ns_per_op", "rss_filled_kb"]))
+    # big buffers of varied sizes (images, query results, compressed
+    # blocks): a freed mapping served again, cut or grown to the next
+    # size, or every page of a fresh one faulted in
+    cases.append(Case("cache 20 buffers 4-32 MiB t1", "cache", "cache",
+                      ["threads=1", "slots=20", f"ops={n(80 * s)}", "min=4m", "max=32m"],
+                      metric="ns_per_op", unit="ns/op", details=["ns_per_op", "rss_filled_kb"]))
     cases.append(Case("realloc-grow", "realloc", "realloc_grow",
                       ["builders=8", "target=256k", "append=128", f"rounds={n(100 * s)}"],
                       details=["ns_per_op"]))
