@@ -644,6 +644,41 @@ static void spare_count_add(xa_heap *h, int d)
                      __ATOMIC_RELAXED);
 }
 
+/* Returns class c's spares to the arena; the class churns no more until
+ * it returns a slab and takes one anew. The owner, or a thread that has
+ * the heap to itself (see flush_parked_of_others). */
+static void spare_release_class(xa_heap *h, unsigned c)
+{
+    xa_slab *s = atomic_load_explicit(&h->spare[c], memory_order_relaxed);
+    atomic_store_explicit(&h->spare[c], NULL, memory_order_relaxed);
+    __atomic_fetch_and(&h->slab_churn, ~(1ull << c), __ATOMIC_RELAXED);
+    __atomic_fetch_and(&h->slab_returned, ~(1ull << c), __ATOMIC_RELAXED);
+    while (s) {
+        xa_slab *next = s->next;
+        s->next = NULL;
+        spare_count_add(h, -1);
+        xa_arena_slab_free(xa_chunk_of(s), s);
+        s = next;
+    }
+}
+
+/* Returns the spares of the class other than cls that parked longest ago;
+ * false when cls alone has spares. */
+static bool spare_release_oldest(xa_heap *h, unsigned cls)
+{
+    unsigned oldest = XA_NCLASSES;
+    for (unsigned c = 0; c < XA_NCLASSES; c++)
+        if (c != cls && atomic_load_explicit(&h->spare[c], memory_order_relaxed) &&
+            (oldest == XA_NCLASSES || __atomic_load_n(&h->spare_ns[c], __ATOMIC_RELAXED) <
+                                          __atomic_load_n(&h->spare_ns[oldest], __ATOMIC_RELAXED)))
+            oldest = c;
+    if (oldest == XA_NCLASSES)
+        return false;
+    spare_release_class(h, oldest);
+    xa_heap_notice_dirty();
+    return true;
+}
+
 /* Parks s (empty, out of the heap's lists) as its class's spare; false
  * when the class has one already, or is a smaller class that the heap
  * does not churn (see slab_churn: a thread that allocates a little keeps
@@ -669,6 +704,9 @@ static bool spare_park(xa_heap *h, xa_slab *s)
     /* Without this bound a server's mix of big classes kept its empty
      * slabs out of each other's reach: more page faults, latency p99 +8%. */
     if (big && has_spare && __atomic_load_n(&h->spare_count, __ATOMIC_RELAXED) >= XA_SPARES_BIG_TOTAL)
+        return false;
+    if (__atomic_load_n(&h->spare_count, __ATOMIC_RELAXED) >= XA_SPARES_TOTAL &&
+        !spare_release_oldest(h, cls))
         return false;
     /* The class's chain, linked through next. Plain loads and stores: the
      * owner is busy here, and no other thread touches the slots then
@@ -741,17 +779,7 @@ static bool spare_flush(xa_heap *h, uint64_t now, bool force)
         }
         /* The whole chain: not taken for decay_ms, the class no longer
          * churns. */
-        xa_slab *s = atomic_load_explicit(&h->spare[c], memory_order_relaxed);
-        atomic_store_explicit(&h->spare[c], NULL, memory_order_relaxed);
-        __atomic_fetch_and(&h->slab_churn, ~(1ull << c), __ATOMIC_RELAXED);
-        __atomic_fetch_and(&h->slab_returned, ~(1ull << c), __ATOMIC_RELAXED);
-        while (s) {
-            xa_slab *next = s->next;
-            s->next = NULL;
-            spare_count_add(h, -1);
-            xa_arena_slab_free(xa_chunk_of(s), s);
-            s = next;
-        }
+        spare_release_class(h, c);
     }
     if (left)
         __atomic_store_n(&h->spare_oldest_ms, (uint32_t)(oldest / 1000000u), __ATOMIC_RELAXED);

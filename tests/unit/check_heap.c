@@ -440,6 +440,50 @@ START_TEST(churned_small_class_parks_spares_until_decay)
 }
 END_TEST
 
+/* Batches that move through the sizes (sh6bench): each class churns and
+ * parks its spares, but the heap holds XA_SPARES_TOTAL in all; parking past
+ * them returns the spares of the class parked longest ago to the arena,
+ * where the class of the moment takes them, instead of keeping every
+ * class's until decay_ms. */
+START_TEST(spares_of_classes_passed_through_go_back_past_the_total)
+{
+    enum { CLASSES = 5, MAX = 8 * 128 };
+    static const unsigned sizes[CLASSES] = {512, 640, 768, 896, 1024};
+    static void *p[MAX];
+    xa_slab *seen[16];
+    xa_heap *h = xa_heap_get();
+    ck_assert_uint_gt(CLASSES * XA_SPARES_SMALL, XA_SPARES_TOTAL);
+    xa_slab *first_spare = NULL;
+    for (unsigned i = 0; i < CLASSES; i++) {
+        unsigned cls = xa_size_class(sizes[i]);
+        uint32_t per = xa_classes[cls].blocks;
+        ck_assert_uint_le((XA_SPARES_SMALL + 3) * per, MAX);
+        round_trip(cls, 3 * per, p, seen); /* returns its slabs */
+        round_trip(cls, 3 * per, p, seen); /* takes new ones: churns */
+        round_trip(cls, (XA_SPARES_SMALL + 3) * per, p, seen);
+        ck_assert_ptr_nonnull(spare_of(h, cls));
+        if (i == 0)
+            first_spare = spare_of(h, cls);
+        ck_assert_uint_le(h->spare_count, XA_SPARES_TOTAL);
+        assert_clean();
+    }
+    /* The first class's went back (to the arena: no longer a slab), the
+     * last class's are parked. */
+    ck_assert_ptr_null(spare_of(h, xa_size_class(sizes[0])));
+    ck_assert_uint_ne(first_spare->kind, XA_RUN_SMALL);
+    ck_assert_uint_eq(h->slab_churn & (1ull << xa_size_class(sizes[0])), 0);
+    unsigned last = xa_size_class(sizes[CLASSES - 1]);
+    unsigned depth = 0;
+    for (const xa_slab *s = spare_of(h, last); s; s = s->next)
+        depth++;
+    ck_assert_uint_eq(depth, XA_SPARES_SMALL);
+    ck_assert_uint_le(h->spare_count, XA_SPARES_TOTAL);
+    xa_heaps_decay_caches(UINT64_MAX / 2);
+    ck_assert_uint_eq(h->spare_count, 0);
+    assert_clean();
+}
+END_TEST
+
 /* A big class keeps one spare from the start, and once the heap churns
  * its slabs (a batch of big blocks spanning several) up to
  * XA_SPARES_SMALL, as smaller classes do; but a big class's second spare
@@ -1801,6 +1845,7 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, emptied_big_slab_is_parked_reused_and_decayed);
     tcase_add_test(tc, small_class_keeps_no_spare);
     tcase_add_test(tc, churned_small_class_parks_spares_until_decay);
+    tcase_add_test(tc, spares_of_classes_passed_through_go_back_past_the_total);
     tcase_add_test(tc, churned_big_class_parks_spares_within_a_bound);
     tcase_add_test(tc, other_thread_flushes_a_parked_heap_unless_busy);
     tcase_add_test(tc, blocks_past_a_slabs_first_unit_are_freed_by_owner_and_others);

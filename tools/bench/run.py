@@ -267,6 +267,11 @@ def build_cases(p: dict) -> list[Case]:
                           "malloc_test", ["threads=1", f"size={size}", f"batch={b}",
                                           f"pairs={n(2e6 * s)}"],
                           details=["ns_per_pair", "ops_per_sec"]))
+    # batches that move through the sizes (sh6bench): what the allocator
+    # kept for the classes it passed through, reused or held cold
+    cases.append(Case("size sweep batches t2", "malloc-test", "sweep",
+                      ["threads=2", f"rounds={n(4e3 * s)}", "max=1000"],
+                      metric="ns_per_pair", unit="ns/pair", details=["ns_per_pair", "secs"]))
     # stats overhead: xalloc only, stats:off vs stats:on, same binary
     for st in ("off", "on"):
         cases.append(Case(f"malloc-test 64 B t1 stats:{st}", "stats", "malloc_test",
