@@ -638,13 +638,24 @@ static void *realloc_impl(void *p, size_t size)
          * (a string or a vector growing by steps), checked once here as
          * free checks it; the general path below looks the pointer up
          * again, and free looked it up a third time. */
-        xa_slab *s = xa_run_of(xa_chunk_of(p), p);
+        xa_chunk *c = xa_chunk_of(p);
+        xa_slab *s = xa_run_of(c, p);
         if (s->kind == XA_RUN_SMALL && xa_slab_is_block(s, p) && !xa_block_marked_free(p)) {
             size_t old = s->block_size;
             if (size <= old && size > old / 2)
                 return p;
             if (size <= REALLOC_RUN_MIN)
                 return realloc_move(p, old, malloc_inline(size), size);
+        } else if (s->kind == XA_RUN_LARGE && p == xa_unit_addr(c, s->first_unit) && !s->in_full &&
+                   size > REALLOC_RUN_MIN &&
+                   ((size + XA_UNIT_SIZE - 1) >> XA_UNIT_SHIFT) == s->units) {
+            /* A large block (at its run's start, not parked: what
+             * block_usable checks) whose new size needs the same units: a
+             * buffer growing by small steps, nearly every call. Only the
+             * requested size changes (no lock). */
+            __atomic_fetch_add(&c->arena->requested_big, size - s->large_size, __ATOMIC_RELAXED);
+            s->large_size = size;
+            return p;
         }
     }
     xa_chunk *c = xa_chunkmap_lookup(p);

@@ -212,6 +212,13 @@ int main(int argc, char **argv)
         void *p = malloc_fn(500000);
         free_fn(p);
         realloc_fn(p, 600000);
+    } else if (!strcmp(c, "realloc-freed-large-same-run")) {
+        void *p = malloc_fn(500000);
+        free_fn(p);
+        realloc_fn(p, 500100);
+    } else if (!strcmp(c, "realloc-interior-large")) {
+        char *p = malloc_fn(500000);
+        realloc_fn(p + 65536, 500100);
     } else if (!strcmp(c, "realloc-freed-huge")) {
         void *p = malloc_fn(64u << 20);
         free_fn(p);
