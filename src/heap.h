@@ -527,6 +527,8 @@ XA_FAST_PATH void xa_heap_free_owned(xa_heap *h, xa_slab *s, xa_block *b)
         if (s->in_full == XA_SLAB_TRIM && pending <= XA_HEAP_TRIM_ALLOWANCE &&
             (s->used & ~XA_USED_SLOW) != 0) { /* blocks out, or the kept head */
             h->trim_pending = pending;
+            /* The block freed serves the next malloc of its class (as below). */
+            __atomic_store_n(&h->cur[cls], s, __ATOMIC_RELAXED);
             return;
         }
         xa_heap_free_local_slow(h, s);
