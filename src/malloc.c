@@ -522,8 +522,11 @@ static void *aligned_impl(size_t align, size_t size)
             /* (align is a power of two: every caller checks or rounds it) */
             for (unsigned cls = xa_size_class(want); cls < XA_NCLASSES; cls++) {
                 if ((xa_classes[cls].size & (align - 1)) == 0) {
-                    void *p = malloc_inline(xa_classes[cls].size);
-                    return p;
+                    /* The class is known: no second size lookup (junk
+                     * mode's blocks get their redzone through malloc). */
+                    if (xa_likely(!junk))
+                        return xa_heap_malloc_class(xa_tls_heap, cls);
+                    return malloc_inline(xa_classes[cls].size);
                 }
             }
         }
