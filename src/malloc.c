@@ -547,6 +547,18 @@ static size_t round_pow2(size_t a)
 /* Growth by realloc past this size moves a block to a large run. */
 #define REALLOC_RUN_MIN ((size_t)XA_TRIM_MIN_BLOCK)
 
+/* realloc of large block s (validated) to size, when size still needs its
+ * run's units (and is no small size): only the requested size changes, no
+ * lock. False otherwise. */
+static inline bool large_resize_same_run(xa_chunk *c, xa_slab *s, size_t size)
+{
+    if (size <= REALLOC_RUN_MIN || ((size + XA_UNIT_SIZE - 1) >> XA_UNIT_SHIFT) != s->units)
+        return false;
+    __atomic_fetch_add(&c->arena->requested_big, size - s->large_size, __ATOMIC_RELAXED);
+    s->large_size = size;
+    return true;
+}
+
 /* ---- the API ---- */
 
 #if XA_PROF
@@ -649,15 +661,10 @@ static void *realloc_impl(void *p, size_t size)
                 return p;
             if (size <= REALLOC_RUN_MIN)
                 return realloc_move(p, old, malloc_inline(size), size);
-        } else if (s->kind == XA_RUN_LARGE && p == xa_unit_addr(c, s->first_unit) && !s->in_full &&
-                   size > REALLOC_RUN_MIN &&
-                   ((size + XA_UNIT_SIZE - 1) >> XA_UNIT_SHIFT) == s->units) {
-            /* A large block (at its run's start, not parked: what
-             * block_usable checks) whose new size needs the same units: a
-             * buffer growing by small steps, nearly every call. Only the
-             * requested size changes (no lock). */
-            __atomic_fetch_add(&c->arena->requested_big, size - s->large_size, __ATOMIC_RELAXED);
-            s->large_size = size;
+        } else if (s->kind == XA_RUN_LARGE && large_block_at(c, s, p) &&
+                   large_resize_same_run(c, s, size)) {
+            /* (checked as block_usable checks it: a buffer growing by
+             * small steps, nearly every call) */
             return p;
         }
     }
@@ -685,17 +692,10 @@ static void *realloc_impl(void *p, size_t size)
         if (size <= old && size > old / 2)
             return p;
     } else if (s->kind == XA_RUN_LARGE) {
-        if (size > REALLOC_RUN_MIN && size <= XA_LARGE_MAX) {
-            if (((size + XA_UNIT_SIZE - 1) >> XA_UNIT_SHIFT) == s->units) {
-                /* Same run: only the requested size changes (no lock). */
-                __atomic_fetch_add(&c->arena->requested_big, size - s->large_size,
-                                   __ATOMIC_RELAXED);
-                s->large_size = size;
-                return p;
-            }
-            if (xa_arena_large_resize(c, s, size))
-                return p;
-        }
+        if (large_resize_same_run(c, s, size))
+            return p;
+        if (size > REALLOC_RUN_MIN && size <= XA_LARGE_MAX && xa_arena_large_resize(c, s, size))
+            return p;
     } else if (size > XA_LARGE_MAX && size <= (size_t)PTRDIFF_MAX) {
         void *q = xa_huge_realloc(c, size);
         if (q)
