@@ -384,6 +384,12 @@ def build_cases(p: dict) -> list[Case]:
                       ["threads=2", f"slots={n(5e4 * min(s, 1.0))}", f"ops={n(5e5 * s)}",
                        "min=16", "max=16k"],
                       metric="ns_per_op", unit="ns/op", details=["ns_per_op", "rss_filled_kb"]))
+    # I/O buffers of a few to 64 KiB that a short message fills (only
+    # their ends written): how fast a freed buffer of each size comes back
+    cases.append(Case("cache 64 buffers 4-64 KiB, ends written t1", "cache", "cache",
+                      ["threads=1", "slots=64", f"ops={n(1e6 * s)}", "min=4k", "max=64k",
+                       "ends=1"],
+                      metric="ns_per_op", unit="ns/op", details=["ns_per_op", "rss_filled_kb"]))
     # big buffers of varied sizes (images, query results, compressed
     # blocks): a freed mapping served again, cut or grown to the next
     # size, or every page of a fresh one faulted in
