@@ -302,6 +302,56 @@ START_TEST(full_slab_rejoins_its_list_once_a_sixteenth_is_free)
 }
 END_TEST
 
+/* The same with remote frees, a few at a time (a producer whose consumer
+ * frees its blocks): the first hands its block to the owner and disarms
+ * the notification; the owner arms it again while the slab stays full,
+ * so each later remote free reaches it too, and the slab rejoins its
+ * list at the sixteenth instead of gathering free blocks out of sight. */
+static void *free_one(void *p)
+{
+    xa_test_free(p); /* a thread with no heap: straight to the slab */
+    return NULL;
+}
+
+START_TEST(full_slab_freed_remotely_a_few_at_a_time_rejoins_its_list)
+{
+    unsigned cls = xa_size_class(512);
+    uint32_t per = xa_classes[cls].blocks, due = per / 16;
+    enum { MAX = 1024 };
+    ck_assert_uint_le(4 * per, MAX);
+    ck_assert_uint_ge(due, 2);
+    ck_assert_uint_le(due, 8);
+    static void *p[MAX];
+    for (unsigned i = 0; i < 4 * per; i++)
+        ck_assert_ptr_nonnull(p[i] = xa_test_malloc(512));
+    xa_heap *h = xa_tls_heap;
+    xa_slab *a = slab_of(p[0]);
+    ck_assert(a->in_full & XA_SLAB_IN_FULL);
+    for (unsigned i = 0; i < due; i++) {
+        ck_assert(a->in_full & XA_SLAB_IN_FULL);
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, free_one, p[i]), 0);
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        p[i] = NULL;
+        /* A slow path of the owner (a class it has not used yet), which
+         * takes the blocks handed over: each time one, as the
+         * notification was armed again. */
+        void *q = xa_test_malloc(1100 + 128 * i);
+        ck_assert_ptr_nonnull(q);
+        ck_assert_uint_eq(xa_tf_list(atomic_load(&a->thread_free)), 0);
+        xa_test_free(q);
+    }
+    ck_assert(!(a->in_full & XA_SLAB_IN_FULL));
+    ck_assert_uint_ne(listed(h, cls, a), 0);
+    ck_assert_uint_eq(xa_slab_used(a), per - due);
+    assert_clean();
+    for (unsigned i = 0; i < 4 * per; i++)
+        if (p[i])
+            xa_test_free(p[i]);
+    assert_clean();
+}
+END_TEST
+
 START_TEST(holes_are_used_before_a_new_page_is_carved)
 {
     /* A class with two slabs: blocks freed in the first (full) one are
@@ -1879,6 +1929,7 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, holes_are_used_before_a_new_page_is_carved);
     tcase_add_test(tc, used_up_slabs_stay_listed_until_passed_behind_newer_ones);
     tcase_add_test(tc, full_slab_rejoins_its_list_once_a_sixteenth_is_free);
+    tcase_add_test(tc, full_slab_freed_remotely_a_few_at_a_time_rejoins_its_list);
     tcase_add_test(tc, full_foreign_stack_keeps_its_blocks_and_exit_returns_them);
     tcase_add_test(tc, remote_free_takes_effect_a_ring_later);
     tcase_add_test_raise_signal(tc, remote_double_free_is_reported_when_it_settles, SIGABRT);
