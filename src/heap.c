@@ -811,15 +811,15 @@ static void full_slab_freed(xa_heap *h, xa_slab *s)
             return;
         }
         uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
-        if (old == (uintptr_t)XA_TF_NOTIFY)
-            return; /* armed */
         if (xa_tf_list(old)) {
             xa_slab_collect(s); /* (counted as freed when they were) */
             continue;
         }
-        /* Handing blocks over now: they reach the delayed list, whose
-         * drain brings s back here. */
-        if ((old & XA_TF_MASK) == XA_TF_NOTIFYING)
+        /* Armed already; or handing blocks over now (they reach the
+         * delayed list, whose drain brings s back here); or never to
+         * notify: its heap is letting its slabs go (heap_release_all),
+         * and a slab armed then would call on a heap recycled since. */
+        if ((old & XA_TF_MASK) != XA_TF_NORMAL)
             return;
         if (atomic_compare_exchange_weak_explicit(&s->thread_free, &old, (uintptr_t)XA_TF_NOTIFY,
                                                   memory_order_acq_rel, memory_order_relaxed))

@@ -352,6 +352,45 @@ START_TEST(full_slab_freed_remotely_a_few_at_a_time_rejoins_its_list)
 }
 END_TEST
 
+/* A thread exits with such a block handed over but not yet taken: its
+ * slabs are set never to notify, and taking the block at the exit must
+ * not arm the slab again (a later remote free would call on the heap of
+ * a thread gone, recycled since). */
+static void *fill_and_exit(void *arg)
+{
+    void **p = arg;
+    uint32_t per = xa_classes[xa_size_class(512)].blocks;
+    for (unsigned i = 0; i < 4 * per; i++)
+        p[i] = xa_test_malloc(512);
+    pthread_t t;
+    ck_assert(slab_of(p[0])->in_full & XA_SLAB_IN_FULL);
+    ck_assert_int_eq(pthread_create(&t, NULL, free_one, p[0]), 0); /* handed over */
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_ptr_nonnull((void *)atomic_load(&xa_tls_heap->delayed));
+    p[0] = NULL;
+    return NULL; /* exits with the block in its delayed list */
+}
+
+START_TEST(exiting_thread_leaves_its_full_slabs_never_to_notify)
+{
+    enum { MAX = 1024 };
+    static void *p[MAX];
+    ck_assert_uint_le(4 * xa_classes[xa_size_class(512)].blocks, MAX);
+    void *own = xa_test_malloc(16);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, fill_and_exit, p), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    xa_slab *a = slab_of(p[1]);
+    ck_assert_uint_eq(atomic_load(&a->thread_free) & XA_TF_MASK, XA_TF_NEVER);
+    assert_clean();
+    for (unsigned i = 0; i < MAX; i++)
+        if (p[i])
+            xa_test_free(p[i]);
+    xa_test_free(own);
+    assert_clean();
+}
+END_TEST
+
 START_TEST(holes_are_used_before_a_new_page_is_carved)
 {
     /* A class with two slabs: blocks freed in the first (full) one are
@@ -1930,6 +1969,7 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, used_up_slabs_stay_listed_until_passed_behind_newer_ones);
     tcase_add_test(tc, full_slab_rejoins_its_list_once_a_sixteenth_is_free);
     tcase_add_test(tc, full_slab_freed_remotely_a_few_at_a_time_rejoins_its_list);
+    tcase_add_test(tc, exiting_thread_leaves_its_full_slabs_never_to_notify);
     tcase_add_test(tc, full_foreign_stack_keeps_its_blocks_and_exit_returns_them);
     tcase_add_test(tc, remote_free_takes_effect_a_ring_later);
     tcase_add_test_raise_signal(tc, remote_double_free_is_reported_when_it_settles, SIGABRT);
