@@ -98,6 +98,10 @@ typedef struct xa_arena {
     /* Allocation counts of blocks of this arena: those of exited heaps
      * (under the heap-list lock) and frees by other threads (atomic). */
     uint64_t dead_nmalloc[XA_NCLASSES], dead_nfree[XA_NCLASSES];
+    /* Bytes of blocks carved by its heaps, those of exited ones (under the
+     * heap-list lock); class_carved counts the rest (see carved_bytes in
+     * heap.h). */
+    int64_t dead_carved_bytes;
     uint64_t remote_nfree[XA_NCLASSES]; /* by threads without a heap */
     uint64_t remote_freed_bytes;        /* atomic: bytes handed over by heaps (remote_bytes) */
 } xa_arena;
@@ -160,8 +164,17 @@ uint32_t xa_slab_withheld(const xa_slab *s);
  * up) but the one of its first words, once; returns the bytes purged,
  * counted on purge path path. */
 size_t xa_slab_trim_block(xa_block *b, uint32_t block_size, unsigned path);
-/* Counts blocks carved from a slab (statistics). */
+/* Makes s, an empty slab of a class below XA_TRIM_MIN_BLOCK that its heap
+ * kept, a slab of class cls (the same run length, below XA_TRIM_MIN_BLOCK
+ * too) with no block carved. The caller, its heap, uncounts the bytes it
+ * had carved (see carved_bytes in heap.h). */
+void xa_arena_slab_reclass(xa_slab *s, unsigned cls);
+/* Counts blocks carved from a slab (statistics, and the chunk's density
+ * under the DENSE page policy). */
 void xa_arena_note_carved(xa_slab *s, uint32_t n);
+/* The density part alone, for a heap that counts the bytes itself (see
+ * carved_bytes in heap.h). Under the DENSE page policy only. */
+void xa_arena_note_dense_carved(xa_slab *s, uint32_t n);
 /* Counts every block of s as uncarved again (its pages were purged and it
  * starts over from its first page); may demote the chunk's huge pages. */
 void xa_arena_note_uncarved(xa_slab *s);

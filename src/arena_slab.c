@@ -40,8 +40,14 @@ xa_slab *xa_arena_slab_new(xa_arena *a, unsigned cls, struct xa_heap *heap)
 void xa_arena_note_carved(xa_slab *s, uint32_t n)
 {
     xa_chunk *c = xa_chunk_of(s);
+    __atomic_fetch_add(&c->arena->class_carved[s->cls], n, __ATOMIC_RELAXED);
+    xa_arena_note_dense_carved(s, n);
+}
+
+void xa_arena_note_dense_carved(xa_slab *s, uint32_t n)
+{
+    xa_chunk *c = xa_chunk_of(s);
     xa_arena *a = c->arena;
-    __atomic_fetch_add(&a->class_carved[s->cls], n, __ATOMIC_RELAXED);
     uint64_t dense = xa_chunk_dense_add(c, (uint64_t)n * s->block_size);
     if (xa_unlikely(xa_pages_policy == XA_THP_POLICY_DENSE && !xa_chunk_huge_advised(c) &&
                     dense >= ((uint64_t)XA_THP_DENSE_UNITS << XA_UNIT_SHIFT))) {
@@ -77,6 +83,30 @@ static void slab_release_locked(xa_arena *a, xa_chunk *c, xa_slab *s)
     s->kind = XA_RUN_FREE;
     s->heap = NULL;
     xa_run_free(a, c, s);
+}
+
+void xa_arena_slab_reclass(xa_slab *s, unsigned cls)
+{
+    const struct xa_class_info *ci = &xa_classes[cls];
+    xa_chunk *c = xa_chunk_of(s);
+    xa_arena *a = c->arena;
+    uint64_t carved = (uint64_t)s->capacity * s->block_size;
+    xa_lock_acquire(&a->lock);
+    a->class_slabs[s->cls]--;
+    a->class_capacity[s->cls] -= s->reserved;
+    a->class_slabs[cls]++;
+    a->class_capacity[cls] += ci->blocks;
+    uint64_t dense = xa_chunk_dense_add(c, 0 - carved);
+    if (xa_unlikely(xa_pages_policy == XA_THP_POLICY_DENSE && xa_chunk_huge_advised(c) &&
+                    dense < ((uint64_t)XA_THP_SPARSE_UNITS << XA_UNIT_SHIFT)))
+        xa_chunk_density_changed(a, c);
+    xa_lock_release(&a->lock);
+    s->cls = (uint8_t)cls;
+    s->block_size = ci->size;
+    s->div_magic = ci->div_magic;
+    s->reserved = ci->blocks;
+    s->capacity = 0;
+    s->free = 0;
 }
 
 void xa_arena_slab_free(xa_chunk *c, xa_slab *s)

@@ -78,6 +78,11 @@ typedef struct xa_heap {
      * by the statistics, so a cached pair costs no atomic on the arena's
      * counter, which every thread of the arena shares. */
     int64_t requested_delta;
+    /* Bytes of blocks this heap carved in its arena's slabs: owner-written,
+     * summed by the statistics (resident estimate). An atomic add to the
+     * arena's per-class count at every page carved was a line that two
+     * threads carving the same class fought over. */
+    int64_t carved_bytes;
     uint32_t slow_count;
     int tid;
     bool no_keep;                  /* tcache:off: empty slabs go back at once */
@@ -317,9 +322,10 @@ struct xa_heaps_big {
     int64_t requested_delta; /* to add to the arenas' requested_big */
 };
 /* Counters of every heap, live and exited, per class and as small-block
- * bytes per arena (arena_small_bytes has xa_narenas entries). */
+ * bytes per arena; arena_carved_bytes: bytes the heaps carved, to add to
+ * the arena's class_carved (both arrays have xa_narenas entries). */
 void xa_heaps_sum(uint64_t *nmalloc, uint64_t *nfree, int64_t *arena_small_bytes,
-                  struct xa_heaps_big *big);
+                  int64_t *arena_carved_bytes, struct xa_heaps_big *big);
 /* Large-block cache: take a cached block of exactly units units, or park
  * a freed one. Both return false when they cannot. Huge blocks of up to
  * XA_HEAP_HUGE_CACHE_MAX park in the same slots, matched by mapping size:

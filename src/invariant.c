@@ -107,9 +107,13 @@ static void check_slab(struct ctx *x, xa_chunk *c, const xa_slab *s, bool lists)
 
 /* ---- arenas ---- */
 
-static void check_chunk(struct ctx *x, xa_arena *a, xa_chunk *c, uint64_t *free_units,
-                        uint64_t *dirty_units, uint64_t *used_units, uint64_t *nfree_runs,
-                        uint64_t *large)
+/* What check_chunk counts over an arena's chunks. */
+struct chunk_counts {
+    uint64_t free_units, dirty_units, used_units, nfree_runs, large;
+    uint64_t class_slabs[XA_NCLASSES], class_capacity[XA_NCLASSES];
+};
+
+static void check_chunk(struct ctx *x, xa_arena *a, xa_chunk *c, struct chunk_counts *n)
 {
     if (c->magic != XA_CHUNK_MAGIC || c->arena != a) {
         bad(x, "chunk %p: bad magic or arena", (void *)c);
@@ -144,17 +148,21 @@ static void check_chunk(struct ctx *x, xa_arena *a, xa_chunk *c, uint64_t *free_
             if (s->dunits > s->units || (s->dunits > 0) != (s->dirty != 0))
                 bad(x, "chunk %p: free run %u: %u dirty of %u units", (void *)c, u, s->dunits,
                     s->units);
-            *free_units += s->units;
-            *dirty_units += s->dunits;
-            (*nfree_runs)++;
+            n->free_units += s->units;
+            n->dirty_units += s->dunits;
+            n->nfree_runs++;
             break;
         case XA_RUN_SMALL:
             used += s->units;
             check_slab(x, c, s, false);
+            if (s->cls < XA_NCLASSES) {
+                n->class_slabs[s->cls]++;
+                n->class_capacity[s->cls] += s->reserved;
+            }
             break;
         case XA_RUN_LARGE:
             used += s->units;
-            (*large)++;
+            n->large++;
             break;
         default:
             bad(x, "chunk %p: run at unit %u has kind %u", (void *)c, u, s->kind);
@@ -165,7 +173,7 @@ static void check_chunk(struct ctx *x, xa_arena *a, xa_chunk *c, uint64_t *free_
     }
     if (used != c->used_units)
         bad(x, "chunk %p: %u units in runs, header says %u", (void *)c, used, c->used_units);
-    *used_units += used;
+    n->used_units += used;
 }
 
 static void check_huge(struct ctx *x, xa_chunk *c, bool live)
@@ -197,10 +205,22 @@ static void check_huge_list(struct ctx *x, const xa_arena *a, xa_chunk *list, ui
 
 static void check_arena(struct ctx *x, xa_arena *a)
 {
-    uint64_t free_units = 0, dirty_units = 0, used_units = 0, nfree_runs = 0, large = 0;
+    struct chunk_counts counts;
+    memset(&counts, 0, sizeof counts);
     uint64_t nchunks = 0, n = 0;
     for (xa_chunk *c = a->chunks; c && nchunks < WALK_LIMIT; c = c->next, nchunks++)
-        check_chunk(x, a, c, &free_units, &dirty_units, &used_units, &nfree_runs, &large);
+        check_chunk(x, a, c, &counts);
+    uint64_t free_units = counts.free_units, dirty_units = counts.dirty_units;
+    uint64_t used_units = counts.used_units, nfree_runs = counts.nfree_runs, large = counts.large;
+    /* The statistics' slab counts per class (slabs made, reclassed, freed). */
+    for (unsigned cls = 0; cls < XA_NCLASSES; cls++)
+        if (counts.class_slabs[cls] != a->class_slabs[cls] ||
+            counts.class_capacity[cls] != a->class_capacity[cls])
+            bad(x, "arena %u: class %u has %llu slabs of %llu blocks, counts say %llu of %llu",
+                a->index, cls, (unsigned long long)counts.class_slabs[cls],
+                (unsigned long long)counts.class_capacity[cls],
+                (unsigned long long)a->class_slabs[cls],
+                (unsigned long long)a->class_capacity[cls]);
     if (nchunks != a->nchunks)
         bad(x, "arena %u: %llu chunks listed, count says %llu", a->index,
             (unsigned long long)nchunks, (unsigned long long)a->nchunks);

@@ -52,7 +52,7 @@ static void numa_sample(xa_arena *a, uint64_t *sampled, uint64_t *off)
 void xa_stats_collect(struct xalloc_stats *out)
 {
     static uint64_t nmalloc[XA_NCLASSES], nfree[XA_NCLASSES];
-    static int64_t arena_small[XA_MAX_ARENAS];
+    static int64_t arena_small[XA_MAX_ARENAS], arena_carved[XA_MAX_ARENAS];
     /* Only the entries in use are written (and zeroed): the rest of the
      * arena table (256 entries, 37 KiB) stays untouched, so the
      * publisher's scratch and file keep no pages for arenas that do not
@@ -66,7 +66,7 @@ void xa_stats_collect(struct xalloc_stats *out)
 
     xa_lock_acquire(&collect_lock); /* guards the static scratch arrays */
     struct xa_heaps_big big;
-    xa_heaps_sum(nmalloc, nfree, arena_small, &big);
+    xa_heaps_sum(nmalloc, nfree, arena_small, arena_carved, &big);
     uint64_t large_cached = big.large_cached;
 
     uint64_t class_slabs[XA_NCLASSES] = {0}, class_capacity[XA_NCLASSES] = {0};
@@ -92,7 +92,9 @@ void xa_stats_collect(struct xalloc_stats *out)
         uint64_t active = a->used_units * XA_UNIT_SIZE + a->huge_bytes;
         uint64_t dirty = a->dirty_units * XA_UNIT_SIZE + a->huge_cache_bytes;
         uint64_t retained = a->retained_units * XA_UNIT_SIZE;
-        uint64_t carved = 0;
+        /* (Per-class counts may wrap below zero: the heaps count carving,
+         * the arena uncarving; the sum is right modulo 2^64.) */
+        uint64_t carved = (uint64_t)arena_carved[i];
         for (unsigned c = 0; c < XA_NCLASSES; c++) {
             class_slabs[c] += a->class_slabs[c];
             class_capacity[c] += a->class_capacity[c];

@@ -531,9 +531,9 @@ END_TEST
 
 /* Batches that move through the sizes (sh6bench): each class churns and
  * parks its spares, but the heap holds XA_SPARES_TOTAL in all; parking past
- * them returns the spares of the class parked longest ago to the arena,
- * where the class of the moment takes them, instead of keeping every
- * class's until decay_ms. */
+ * them returns the spares of the class parked longest ago to the arena
+ * (when the class of the moment has not taken them already), instead of
+ * keeping every class's until decay_ms. */
 START_TEST(spares_of_classes_passed_through_go_back_past_the_total)
 {
     enum { CLASSES = 5, MAX = 8 * 128 };
@@ -556,10 +556,11 @@ START_TEST(spares_of_classes_passed_through_go_back_past_the_total)
         ck_assert_uint_le(h->spare_count, XA_SPARES_TOTAL);
         assert_clean();
     }
-    /* The first class's went back (to the arena: no longer a slab), the
-     * last class's are parked. */
+    /* The first class's went back to the arena or serve a later class
+     * (spare_of_a_class_left_serves_the_next_class), the last class's are
+     * parked. */
     ck_assert_ptr_null(spare_of(h, xa_size_class(sizes[0])));
-    ck_assert_uint_ne(first_spare->kind, XA_RUN_SMALL);
+    ck_assert(first_spare->kind != XA_RUN_SMALL || first_spare->cls != xa_size_class(sizes[0]));
     ck_assert_uint_eq(h->slab_churn & (1ull << xa_size_class(sizes[0])), 0);
     unsigned last = xa_size_class(sizes[CLASSES - 1]);
     unsigned depth = 0;
@@ -569,6 +570,65 @@ START_TEST(spares_of_classes_passed_through_go_back_past_the_total)
     ck_assert_uint_le(h->spare_count, XA_SPARES_TOTAL);
     xa_heaps_decay_caches(UINT64_MAX / 2);
     ck_assert_uint_eq(h->spare_count, 0);
+    assert_clean();
+}
+END_TEST
+
+/* Batches that move through the sizes: the spares a class parked serve the
+ * next class of the same run length, carved anew from their start (pages
+ * still in cache), instead of the arena handing that class other pages
+ * while the spares wait for decay_ms. The carved bytes the heap counts
+ * follow, and the arena's slab counts per class (checked by the invariant
+ * walk) move with the slab. */
+START_TEST(spare_of_a_class_left_serves_the_next_class)
+{
+    enum { MAX = 8 * 128 };
+    static void *p[MAX];
+    xa_slab *seen[16];
+    xa_heap *h = xa_heap_get();
+    unsigned from = xa_size_class(512), to = xa_size_class(640);
+    ck_assert_uint_eq(xa_classes[from].units, xa_classes[to].units);
+    ck_assert_uint_lt(xa_classes[to].size, XA_TRIM_MIN_BLOCK);
+    uint32_t per = xa_classes[from].blocks, to_per = xa_classes[to].blocks;
+    ck_assert_uint_le(to_per + 1, MAX);
+    round_trip(from, 3 * per, p, seen); /* returns its slabs */
+    round_trip(from, 3 * per, p, seen); /* takes new ones: churns, parks two */
+    ck_assert_uint_eq(h->spare_count, 2);
+    xa_slab *parked = spare_of(h, from), *other = parked->next;
+    ck_assert_uint_eq(parked->capacity, per);
+    ck_assert_uint_eq(other->capacity, per);
+    ck_assert_ptr_null(h->avail[to]);
+    assert_clean();
+
+    /* Class to's first slab is the spare parked last, its second the
+     * other one: made slabs of class to, carved from their first page. */
+    int64_t carved = h->carved_bytes;
+    for (unsigned i = 0; i < to_per + 1; i++)
+        ck_assert_ptr_nonnull(p[i] = xa_test_malloc(640));
+    ck_assert_ptr_eq(slab_of(p[0]), parked);
+    ck_assert_ptr_eq(p[0], parked->start);
+    ck_assert_ptr_eq(slab_of(p[to_per]), other);
+    ck_assert_ptr_eq(p[to_per], other->start);
+    ck_assert_uint_eq(parked->cls, to);
+    ck_assert_uint_eq(parked->block_size, xa_classes[to].size);
+    ck_assert_uint_eq(parked->reserved, to_per);
+    ck_assert_uint_lt(other->capacity, to_per); /* one page carved so far */
+    /* Class from's last spare gone: the class churns no more. */
+    ck_assert_ptr_null(spare_of(h, from));
+    ck_assert_uint_eq(h->spare_count, 0);
+    ck_assert_uint_eq(h->slab_churn & (1ull << from), 0);
+    ck_assert_uint_eq(h->slab_returned & (1ull << from), 0);
+    /* The 512-byte blocks uncounted, the 640-byte ones counted. */
+    ck_assert_int_eq(h->carved_bytes,
+                     carved - 2 * (int64_t)per * 512 +
+                         (int64_t)(parked->capacity + other->capacity) * 640);
+    /* Blocks are told by the new class: an old 512-byte boundary inside a
+     * 640-byte block is no block. */
+    ck_assert(!xa_slab_is_block(parked, (char *)parked->start + 512));
+    ck_assert(xa_slab_is_block(parked, (char *)parked->start + 640));
+    assert_clean();
+    for (unsigned i = 0; i < to_per + 1; i++)
+        xa_test_free(p[i]);
     assert_clean();
 }
 END_TEST
@@ -1959,6 +2019,7 @@ static Suite *heap_suite(void)
     tcase_add_test(tc, small_class_keeps_no_spare);
     tcase_add_test(tc, churned_small_class_parks_spares_until_decay);
     tcase_add_test(tc, spares_of_classes_passed_through_go_back_past_the_total);
+    tcase_add_test(tc, spare_of_a_class_left_serves_the_next_class);
     tcase_add_test(tc, freed_big_block_is_the_next_one_handed_out);
     tcase_add_test(tc, churned_big_class_parks_spares_within_a_bound);
     tcase_add_test(tc, other_thread_flushes_a_parked_heap_unless_busy);
