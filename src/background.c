@@ -13,6 +13,11 @@ static unsigned state;        /* enum xa_background_state (mirrored for the stat
 static uint64_t failed_ns;    /* when pthread_create last failed */
 static uint32_t wake_seq;     /* futex word: bumped to wake the thread */
 static bool sleeping_idle;    /* the thread waits with nothing dirty */
+/* background_thread:auto, before the thread runs: when the dirty bytes
+ * were last summed, and whether that sum was below half the threshold. */
+static uint64_t auto_looked_ns;
+static bool auto_looked_low;
+#define XA_BACKGROUND_AUTO_LOOK_NS 1000000u
 
 uint64_t xa_background_pass(uint64_t now)
 {
@@ -133,16 +138,39 @@ void xa_background_update(void)
 
 void xa_background_notice(void)
 {
-    __atomic_store_n(&xa_arena_dirty_pending, false, __ATOMIC_RELAXED);
-    if (mode_off())
+    if (mode_off()) {
+        __atomic_store_n(&xa_arena_dirty_pending, false, __ATOMIC_RELAXED);
         return;
+    }
     if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == XA_BG_RUNNING) {
+        __atomic_store_n(&xa_arena_dirty_pending, false, __ATOMIC_RELAXED);
         if (__atomic_load_n(&sleeping_idle, __ATOMIC_SEQ_CST))
             wake();
         return;
     }
     if (__atomic_load_n(&xa_opt.background_thread, __ATOMIC_RELAXED) == XA_BG_ON ||
-        auto_wanted())
+        __atomic_load_n(&xa_heaps_many, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&xa_arena_dirty_pending, false, __ATOMIC_RELAXED);
+        start();
+        return;
+    }
+    /* auto: the sum reads a line of every arena, which its threads write at
+     * each run they take or free, and two threads that empty slabs in
+     * rounds notice at each (8% of a size sweep's time). A sum well below
+     * the threshold is taken again at most once a millisecond; the dirty
+     * bytes a burst of frees adds meanwhile stay within the arenas' dirty
+     * allowance, which frees enforce themselves. Until the next sum the
+     * hint stays set: the frees that see it call here (a clock read), where
+     * clearing it had each thread write the line the other's runs set. */
+    uint64_t now = xa_os_now_ns();
+    if (__atomic_load_n(&auto_looked_low, __ATOMIC_RELAXED) &&
+        now - __atomic_load_n(&auto_looked_ns, __ATOMIC_RELAXED) < XA_BACKGROUND_AUTO_LOOK_NS)
+        return;
+    __atomic_store_n(&xa_arena_dirty_pending, false, __ATOMIC_RELAXED);
+    uint64_t dirty = xa_arenas_dirty_bytes();
+    __atomic_store_n(&auto_looked_ns, now, __ATOMIC_RELAXED);
+    __atomic_store_n(&auto_looked_low, dirty < XA_BACKGROUND_AUTO_BYTES / 2, __ATOMIC_RELAXED);
+    if (dirty >= XA_BACKGROUND_AUTO_BYTES)
         start();
 }
 
@@ -153,4 +181,5 @@ void xa_background_fork_child(void)
     xa_heap_purger_state = XA_BG_STOPPED;
     sleeping_idle = false;
     wake_seq = 0;
+    auto_looked_low = false;
 }
