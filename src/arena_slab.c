@@ -100,13 +100,15 @@ void xa_arena_slab_reclass(xa_slab *s, unsigned cls)
     if (xa_unlikely(xa_pages_policy == XA_THP_POLICY_DENSE && xa_chunk_huge_advised(c) &&
                     dense < ((uint64_t)XA_THP_SPARSE_UNITS << XA_UNIT_SHIFT)))
         xa_chunk_density_changed(a, c);
-    xa_lock_release(&a->lock);
+    /* (Under the lock, with the counts: the invariant walk and the
+     * statistics see the slab and the counts agree.) */
     s->cls = (uint8_t)cls;
     s->block_size = ci->size;
     s->div_magic = ci->div_magic;
     s->reserved = ci->blocks;
     s->capacity = 0;
     s->free = 0;
+    xa_lock_release(&a->lock);
 }
 
 void xa_arena_slab_free(xa_chunk *c, xa_slab *s)
