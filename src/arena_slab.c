@@ -96,10 +96,8 @@ void xa_arena_slab_reclass(xa_slab *s, unsigned cls)
     a->class_capacity[s->cls] -= s->reserved;
     a->class_slabs[cls]++;
     a->class_capacity[cls] += ci->blocks;
-    uint64_t dense = xa_chunk_dense_add(c, 0 - carved);
-    if (xa_unlikely(xa_pages_policy == XA_THP_POLICY_DENSE && xa_chunk_huge_advised(c) &&
-                    dense < ((uint64_t)XA_THP_SPARSE_UNITS << XA_UNIT_SHIFT)))
-        xa_chunk_density_changed(a, c);
+    xa_chunk_dense_add(c, 0 - carved);
+    xa_chunk_density_changed(a, c); /* (may demote it: the lock is held) */
     /* (Under the lock, with the counts: the invariant walk and the
      * statistics see the slab and the counts agree.) */
     s->cls = (uint8_t)cls;

@@ -210,8 +210,6 @@ static void check_arena(struct ctx *x, xa_arena *a)
     uint64_t nchunks = 0, n = 0;
     for (xa_chunk *c = a->chunks; c && nchunks < WALK_LIMIT; c = c->next, nchunks++)
         check_chunk(x, a, c, &counts);
-    uint64_t free_units = counts.free_units, dirty_units = counts.dirty_units;
-    uint64_t used_units = counts.used_units, nfree_runs = counts.nfree_runs, large = counts.large;
     /* The statistics' slab counts per class (slabs made, reclassed, freed). */
     for (unsigned cls = 0; cls < XA_NCLASSES; cls++)
         if (counts.class_slabs[cls] != a->class_slabs[cls] ||
@@ -224,16 +222,16 @@ static void check_arena(struct ctx *x, xa_arena *a)
     if (nchunks != a->nchunks)
         bad(x, "arena %u: %llu chunks listed, count says %llu", a->index,
             (unsigned long long)nchunks, (unsigned long long)a->nchunks);
-    if (used_units != a->used_units || dirty_units != a->dirty_units ||
-        free_units - dirty_units != a->retained_units)
+    if (counts.used_units != a->used_units || counts.dirty_units != a->dirty_units ||
+        counts.free_units - counts.dirty_units != a->retained_units)
         bad(x, "arena %u: units used %llu/%llu dirty %llu/%llu retained %llu/%llu", a->index,
-            (unsigned long long)used_units, (unsigned long long)a->used_units,
-            (unsigned long long)dirty_units, (unsigned long long)a->dirty_units,
-            (unsigned long long)(free_units - dirty_units),
+            (unsigned long long)counts.used_units, (unsigned long long)a->used_units,
+            (unsigned long long)counts.dirty_units, (unsigned long long)a->dirty_units,
+            (unsigned long long)(counts.free_units - counts.dirty_units),
             (unsigned long long)a->retained_units);
-    if (large != a->large_count)
+    if (counts.large != a->large_count)
         bad(x, "arena %u: %llu large runs, count says %llu", a->index,
-            (unsigned long long)large, (unsigned long long)a->large_count);
+            (unsigned long long)counts.large, (unsigned long long)a->large_count);
     /* Bins: every free run exactly once, in the bin of its length. */
     uint64_t binned = 0;
     for (unsigned b = 1; b < XA_UNITS_PER_CHUNK; b++) {
@@ -249,9 +247,9 @@ static void check_arena(struct ctx *x, xa_arena *a)
             bad(x, "arena %u: bin %u tail or non-empty bit wrong", a->index, b);
         binned += n;
     }
-    if (binned != nfree_runs)
+    if (binned != counts.nfree_runs)
         bad(x, "arena %u: %llu free runs, %llu in bins", a->index,
-            (unsigned long long)nfree_runs, (unsigned long long)binned);
+            (unsigned long long)counts.nfree_runs, (unsigned long long)binned);
     n = 0;
     for (xa_slab *s = a->dirty_head; s && n < WALK_LIMIT; s = s->dnext, n++)
         if (s->kind != XA_RUN_FREE || !s->in_dirty_list || !s->dirty)
